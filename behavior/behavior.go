@@ -1,0 +1,177 @@
+// Package behavior holds the data-plane independent description of what a
+// node does with packets sent to each Service frontend. Every data plane
+// (iptables, nftables, ipvs) is parsed into this form, and the model of what
+// kube-proxy should program is rendered into it, so that drift is a
+// difference in behaviour and never a difference in rule text.
+package behavior
+
+import (
+	"fmt"
+	"sort"
+)
+
+// FrontendKind says how a frontend address is reached.
+type FrontendKind string
+
+const (
+	ClusterIP    FrontendKind = "ClusterIP"
+	NodePort     FrontendKind = "NodePort"
+	ExternalIP   FrontendKind = "ExternalIP"
+	LoadBalancer FrontendKind = "LoadBalancer"
+)
+
+// SourceClass is the kind of client a packet comes from. kube-proxy treats
+// them differently (masquerade, ETP Local short-circuits), so behaviour is
+// recorded per class.
+type SourceClass string
+
+const (
+	// FromPod is a packet from a pod on this node (matched by the local
+	// traffic detector, e.g. the cluster CIDR).
+	FromPod SourceClass = "pod"
+	// FromNode is a packet the node itself sends (addrtype LOCAL source,
+	// nat OUTPUT).
+	FromNode SourceClass = "node"
+	// FromExternal is a packet from outside the cluster, arriving on an
+	// interface of the node.
+	FromExternal SourceClass = "external"
+)
+
+// SourceClasses lists the classes in a fixed order.
+var SourceClasses = []SourceClass{FromPod, FromNode, FromExternal}
+
+// Verdict is the fate of a new connection.
+type Verdict string
+
+const (
+	// Forward: DNATed to one of the backends.
+	Forward Verdict = "forward"
+	// Reject: refused with an ICMP error (no endpoints).
+	Reject Verdict = "reject"
+	// Drop: silently dropped (no local endpoints, or source not allowed).
+	Drop Verdict = "drop"
+	// Unhandled: no service rule touched the packet.
+	Unhandled Verdict = "unhandled"
+)
+
+// Key identifies a frontend: destination address (empty for a NodePort
+// that is open on every local address), port and protocol.
+type Key struct {
+	Kind     FrontendKind `json:"kind"`
+	IP       string       `json:"ip,omitempty"`
+	Port     int32        `json:"port"`
+	Protocol string       `json:"protocol"`
+}
+
+func (k Key) String() string {
+	if k.Kind == NodePort {
+		if k.IP == "" {
+			return fmt.Sprintf("NodePort %d/%s", k.Port, k.Protocol)
+		}
+		return fmt.Sprintf("NodePort %s:%d/%s", k.IP, k.Port, k.Protocol)
+	}
+	return fmt.Sprintf("%s %s:%d/%s", k.Kind, k.IP, k.Port, k.Protocol)
+}
+
+// Addr returns the destination in IP:port form ("*:port" for an any-address
+// NodePort).
+func (k Key) Addr() string {
+	ip := k.IP
+	if ip == "" {
+		ip = "*"
+	}
+	return fmt.Sprintf("%s:%d", ip, k.Port)
+}
+
+// Backend is one DNAT target with its effective probability for a new
+// connection.
+type Backend struct {
+	Endpoint    string  `json:"endpoint"` // IP:port
+	Probability float64 `json:"probability"`
+	// HairpinMasquerade: a packet from the endpoint's own address is
+	// masqueraded (so a pod reaching itself through the Service works).
+	HairpinMasquerade bool `json:"hairpinMasquerade,omitempty"`
+	// Rules are the kernel rules on the path to this backend, as text.
+	Rules []string `json:"rules,omitempty"`
+}
+
+// Outcome is what happens to a new connection of one source class.
+type Outcome struct {
+	Verdict    Verdict   `json:"verdict"`
+	Backends   []Backend `json:"backends,omitempty"`
+	Masquerade bool      `json:"masquerade"`
+	// Reason explains a reject or drop, taken from kube-proxy's comment
+	// where it wrote one.
+	Reason string `json:"reason,omitempty"`
+	// Rules are the kernel rules that decided a reject, drop or unhandled
+	// outcome, and the ones common to all backends.
+	Rules []string `json:"rules,omitempty"`
+}
+
+// Affinity is ClientIP session affinity.
+type Affinity struct {
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+}
+
+// Frontend is one address a Service answers on, and what the node does with
+// connections to it.
+type Frontend struct {
+	Key Key `json:"key"`
+	// Service is the ServicePortName ("ns/name:port" or "ns/name"), when
+	// known.
+	Service string `json:"service,omitempty"`
+	// Outcomes per source class.
+	Outcomes map[SourceClass]Outcome `json:"outcomes"`
+	Affinity *Affinity               `json:"affinity,omitempty"`
+	// SourceRanges, when set, are the only sources allowed in (the
+	// loadBalancerSourceRanges firewall); others are dropped.
+	SourceRanges []string `json:"sourceRanges,omitempty"`
+	// LocalOnly: external traffic goes only to endpoints on this node.
+	LocalOnly bool `json:"localOnly,omitempty"`
+}
+
+// Table is the behaviour of one node and IP family.
+type Table struct {
+	Node      string     `json:"node"`
+	Family    string     `json:"family"` // IPv4 or IPv6
+	Frontends []Frontend `json:"frontends"`
+	// Notes are things the producer could not fully evaluate (unknown
+	// matches, inferred settings).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Sort orders frontends by key and backends by endpoint, so that tables
+// compare and render stably.
+func (t *Table) Sort() {
+	sort.Slice(t.Frontends, func(i, j int) bool { return Less(t.Frontends[i].Key, t.Frontends[j].Key) })
+	for _, f := range t.Frontends {
+		for c, o := range f.Outcomes {
+			sort.Slice(o.Backends, func(i, j int) bool { return o.Backends[i].Endpoint < o.Backends[j].Endpoint })
+			f.Outcomes[c] = o
+		}
+	}
+}
+
+// Find returns the frontend with the given key.
+func (t *Table) Find(k Key) (*Frontend, bool) {
+	for i := range t.Frontends {
+		if t.Frontends[i].Key == k {
+			return &t.Frontends[i], true
+		}
+	}
+	return nil, false
+}
+
+// Less orders keys by kind, address, port and protocol.
+func Less(a, b Key) bool {
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	if a.IP != b.IP {
+		return a.IP < b.IP
+	}
+	if a.Port != b.Port {
+		return a.Port < b.Port
+	}
+	return a.Protocol < b.Protocol
+}

@@ -1,0 +1,126 @@
+// Package inspect holds the Snapshot, the unit every svctrace command works
+// on, with its I/O, and the collectors that fill it: from the API server,
+// from the kernel of the current network namespace, and from captured files.
+package inspect
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// APIVersion and Kind identify a Snapshot document.
+const (
+	APIVersion = "svctrace.dev/v1alpha1"
+	Kind       = "Snapshot"
+)
+
+// Snapshot is the API objects of a cluster and the raw kernel state of one
+// or more of its nodes, as captured at one time.
+type Snapshot struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+	// Cluster is nil for a bare dump imported without API objects.
+	Cluster *Cluster    `json:"cluster,omitempty"`
+	Nodes   []NodeState `json:"nodes"`
+}
+
+// Metadata says where and when a snapshot was taken.
+type Metadata struct {
+	CreationTimestamp time.Time `json:"creationTimestamp"`
+	// Source is how the snapshot was made: "live", "import", "local".
+	Source string `json:"source"`
+	// Generator is the svctrace version that wrote it.
+	Generator string `json:"generator,omitempty"`
+	// Notes are things a reader should know about the capture (a
+	// forbidden list, an inferred setting).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Cluster is the API objects kube-proxy acts on, plus Pods for the API-side
+// checks of explain.
+type Cluster struct {
+	Nodes          []corev1.Node               `json:"nodes,omitempty"`
+	Services       []corev1.Service            `json:"services,omitempty"`
+	EndpointSlices []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
+	Pods           []corev1.Pod                `json:"pods,omitempty"`
+	// PodsListed is false when Pods could not be read (not captured,
+	// forbidden): checks that need Pods are then skipped with a note.
+	PodsListed bool `json:"podsListed"`
+}
+
+// NodeState is the raw kernel state of one node with what is known about
+// its kube-proxy.
+type NodeState struct {
+	Name       string    `json:"name"`
+	CapturedAt time.Time `json:"capturedAt"`
+	// Addresses are the node's own addresses (for addrtype LOCAL and
+	// NodePorts); from the Node object or the kernel.
+	Addresses []string    `json:"addresses,omitempty"`
+	KubeProxy ProxyConfig `json:"kubeProxy"`
+	// Dumps are collector outputs kept verbatim.
+	Dumps []Dump `json:"dumps"`
+}
+
+// Collector names for Dump.Collector.
+const (
+	CollectorIPTablesSave  = "iptables-save"
+	CollectorIP6TablesSave = "ip6tables-save"
+)
+
+// Dump is one collector output, verbatim.
+type Dump struct {
+	// Collector is what produced it: iptables-save, ip6tables-save,
+	// nft-json, conntrack, ...
+	Collector string `json:"collector"`
+	// Family is IPv4 or IPv6 where it applies.
+	Family string `json:"family,omitempty"`
+	// Backend is nf_tables or legacy for iptables dumps.
+	Backend string `json:"backend,omitempty"`
+	// Origin says where the text came from (a file name, a command).
+	Origin string `json:"origin,omitempty"`
+	// Table is set when a headerless dump (iptables -S lines) was given
+	// with an explicit table.
+	Table string `json:"table,omitempty"`
+	Text  string `json:"text"`
+}
+
+// ProxyConfig is what svctrace knows of the node's kube-proxy settings.
+type ProxyConfig struct {
+	// Mode is iptables, nftables or ipvs.
+	Mode    string `json:"mode,omitempty"`
+	Version string `json:"version,omitempty"`
+	// ClusterCIDRs feed the ClusterCIDR local-traffic detector.
+	ClusterCIDRs []string `json:"clusterCIDRs,omitempty"`
+	// DetectLocalMode is ClusterCIDR (default), NodeCIDR, BridgeInterface
+	// or InterfaceNamePrefix.
+	DetectLocalMode string `json:"detectLocalMode,omitempty"`
+	// BridgeInterface / InterfaceNamePrefix for those detector modes.
+	BridgeInterface     string `json:"bridgeInterface,omitempty"`
+	InterfaceNamePrefix string `json:"interfaceNamePrefix,omitempty"`
+	// MasqueradeBit is the mark bit (default 14).
+	MasqueradeBit *int32 `json:"masqueradeBit,omitempty"`
+	MasqueradeAll bool   `json:"masqueradeAll,omitempty"`
+	// NodePortAddresses: empty means all local addresses; "primary" or
+	// CIDRs otherwise.
+	NodePortAddresses  []string `json:"nodePortAddresses,omitempty"`
+	LocalhostNodePorts *bool    `json:"localhostNodePorts,omitempty"`
+	// Source is where these settings came from: configmap, configz, flags,
+	// inferred.
+	Source string `json:"source,omitempty"`
+	// Inferred lists settings read off the rules rather than told, with
+	// the evidence.
+	Inferred []string `json:"inferred,omitempty"`
+}
+
+// Node returns the node state with that name.
+func (s *Snapshot) Node(name string) (*NodeState, bool) {
+	for i := range s.Nodes {
+		if s.Nodes[i].Name == name {
+			return &s.Nodes[i], true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,201 @@
+// Package iptables reads, explains and compares kube-proxy's iptables data
+// plane: it parses iptables-save (and iptables -S) output, walks packets
+// through the parsed rules the way the kernel does, and turns the result
+// into a behaviour table.
+package iptables
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Ruleset is one parsed dump: every table of one IP family.
+type Ruleset struct {
+	// Source names the input (a file name, "iptables-save (nf_tables)").
+	Source string
+	// Family is "IPv4" or "IPv6".
+	Family string
+	// Backend is "nf_tables" or "legacy" when the dump's header says so.
+	Backend string
+	Tables  map[string]*Table
+	// TableOrder lists table names in the order they appeared.
+	TableOrder []string
+	// Notes record what the parser inferred (a table from chain names) or
+	// kept without understanding (unknown match modules and targets).
+	Notes []Note
+}
+
+// Note is something a reader of the dump should know, tied to a line.
+type Note struct {
+	Line    int
+	Message string
+}
+
+func (n Note) String() string {
+	if n.Line > 0 {
+		return fmt.Sprintf("line %d: %s", n.Line, n.Message)
+	}
+	return n.Message
+}
+
+// Table is one iptables table (filter, nat, mangle, raw, security).
+type Table struct {
+	Name   string
+	Chains map[string]*Chain
+	// ChainOrder lists chain names in the order they were declared (or
+	// first seen).
+	ChainOrder []string
+}
+
+// Chain is a built-in or user-defined chain.
+type Chain struct {
+	Name string
+	// Policy is the built-in chain's policy (ACCEPT, DROP); "-" or empty
+	// for user-defined chains.
+	Policy string
+	// Builtin is true for PREROUTING, INPUT, FORWARD, OUTPUT, POSTROUTING.
+	Builtin bool
+	// Line is where the chain was declared (0 if only seen in a rule).
+	Line  int
+	Rules []*Rule
+}
+
+// Rule is one parsed -A line.
+type Rule struct {
+	Table string
+	Chain string
+	// Line is the 1-based line number in the input.
+	Line int
+	// Raw is the rule exactly as it appeared (without a trailing newline).
+	Raw string
+
+	// Generic matches, nil when absent.
+	Source   *AddrMatch
+	Dest     *AddrMatch
+	InIface  *IfaceMatch
+	OutIface *IfaceMatch
+	Protocol *ProtoMatch
+	// Fragment is -f (true) or ! -f (negated).
+	Fragment *bool
+
+	// Matches are the -m modules in the order given.
+	Matches []Match
+
+	// Target is the -j or -g target ("" for a rule with no target).
+	Target string
+	// Goto is true for -g.
+	Goto bool
+	// TargetOptions are the target's options (--to-destination, ...).
+	TargetOptions []Option
+
+	// Unknown lists what the parser kept verbatim without understanding
+	// it: unknown match modules or targets, unknown options of known
+	// modules.
+	Unknown []string
+}
+
+// AddrMatch is -s/-d with an optional negation.
+type AddrMatch struct {
+	Negate bool
+	Prefix netip.Prefix
+}
+
+// IfaceMatch is -i/-o; a trailing + in Name is a prefix wildcard.
+type IfaceMatch struct {
+	Negate bool
+	Name   string
+}
+
+// ProtoMatch is -p.
+type ProtoMatch struct {
+	Negate bool
+	Name   string // lower case: tcp, udp, sctp, icmp, all, or a number
+}
+
+// Match is one -m module with its options.
+type Match struct {
+	Module  string
+	Options []Option
+	// Known is false for modules the parser does not understand; their
+	// options are kept verbatim.
+	Known bool
+}
+
+// Option is one --name [args...] with an optional leading !.
+type Option struct {
+	Negate bool
+	Name   string // without the leading dashes
+	Args   []string
+}
+
+// Option returns the first option with that name.
+func (m *Match) Option(name string) (Option, bool) {
+	for _, o := range m.Options {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Option{}, false
+}
+
+// Match returns the first match of that module.
+func (r *Rule) Match(module string) (*Match, bool) {
+	for i := range r.Matches {
+		if r.Matches[i].Module == module {
+			return &r.Matches[i], true
+		}
+	}
+	return nil, false
+}
+
+// TargetOption returns the first target option with that name.
+func (r *Rule) TargetOption(name string) (Option, bool) {
+	for _, o := range r.TargetOptions {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Option{}, false
+}
+
+// Comment returns the rule's -m comment text, if any.
+func (r *Rule) Comment() string {
+	if m, ok := r.Match("comment"); ok {
+		if o, ok := m.Option("comment"); ok && len(o.Args) > 0 {
+			return o.Args[0]
+		}
+	}
+	return ""
+}
+
+// Ref names the rule for messages: table, chain and line.
+func (r *Rule) Ref() string {
+	return fmt.Sprintf("%s/%s line %d", r.Table, r.Chain, r.Line)
+}
+
+// Chain returns a chain of a table, or nil.
+func (rs *Ruleset) Chain(table, chain string) *Chain {
+	t, ok := rs.Tables[table]
+	if !ok {
+		return nil
+	}
+	return t.Chains[chain]
+}
+
+// ParseError is a syntax error in a dump, naming the input, line and
+// column (both 1-based).
+type ParseError struct {
+	Source string
+	Line   int
+	Column int
+	Msg    string
+	Text   string // the offending line
+}
+
+func (e *ParseError) Error() string {
+	src := e.Source
+	if src == "" {
+		src = "<input>"
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", src, e.Line, e.Column, e.Msg)
+}
