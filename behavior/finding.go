@@ -1,0 +1,113 @@
+package behavior
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Finding types: stable CamelCase names, part of the output contract.
+const (
+	MissingFrontend         = "MissingFrontend"
+	StaleFrontend           = "StaleFrontend"
+	MissingEndpoint         = "MissingEndpoint"
+	StaleEndpoint           = "StaleEndpoint"
+	WeightMismatch          = "WeightMismatch"
+	AffinityMismatch        = "AffinityMismatch"
+	FirewallMismatch        = "FirewallMismatch"
+	MasqueradeMismatch      = "MasqueradeMismatch"
+	LocalPolicyMismatch     = "LocalPolicyMismatch"
+	NoEndpointsRuleMismatch = "NoEndpointsRuleMismatch"
+	OrphanChain             = "OrphanChain"
+	LeftoverRules           = "LeftoverRules"
+	BackendSplitBrain       = "BackendSplitBrain"
+	MissingJumpRule         = "MissingJumpRule"
+)
+
+// Finding is one difference between what kube-proxy should have programmed
+// on a node and what the kernel holds.
+type Finding struct {
+	Type string `json:"type"`
+	Node string `json:"node"`
+	// Service is the ServicePortName ("ns/name:port"), when one is
+	// involved.
+	Service string `json:"service,omitempty"`
+	// Frontends the finding applies to.
+	Frontends []string `json:"frontends,omitempty"`
+	// Sources are the source classes affected.
+	Sources  []string `json:"sources,omitempty"`
+	Expected string   `json:"expected"`
+	Observed string   `json:"observed"`
+	// Rules are the kernel rules or API objects involved.
+	Rules   []string `json:"rules,omitempty"`
+	Message string   `json:"message"`
+}
+
+// Key groups findings that say the same thing for several frontends or
+// source classes.
+func (f Finding) key() string {
+	return strings.Join([]string{f.Type, f.Node, f.Service, f.Expected, f.Observed}, "\x00")
+}
+
+// Merge folds findings that differ only in frontend or source class into
+// one, and sorts the result by node, service, type.
+func Merge(in []Finding) []Finding {
+	idx := map[string]int{}
+	var out []Finding
+	for _, f := range in {
+		k := f.key()
+		if i, ok := idx[k]; ok {
+			out[i].Frontends = union(out[i].Frontends, f.Frontends)
+			out[i].Sources = union(out[i].Sources, f.Sources)
+			out[i].Rules = union(out[i].Rules, f.Rules)
+			continue
+		}
+		idx[k] = len(out)
+		f.Frontends = union(nil, f.Frontends)
+		f.Sources = union(nil, f.Sources)
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Node != b.Node {
+			return a.Node < b.Node
+		}
+		if a.Service != b.Service {
+			return a.Service < b.Service
+		}
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		return a.Expected+a.Observed < b.Expected+b.Observed
+	})
+	return out
+}
+
+func union(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(append([]string(nil), a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// FormatProbability writes a probability as a fraction when it is one
+// (1/3), else with up to 4 decimals.
+func FormatProbability(p float64) string {
+	for n := 1; n <= 64; n++ {
+		for k := 1; k <= n; k++ {
+			v := float64(k) / float64(n)
+			if v-p < 1e-9 && p-v < 1e-9 {
+				if k == n {
+					return "1"
+				}
+				return fmt.Sprintf("%d/%d", k, n)
+			}
+		}
+	}
+	return fmt.Sprintf("%.4f", p)
+}

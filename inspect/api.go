@@ -1,0 +1,144 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+// CollectAPI lists the objects kube-proxy acts on. namespace "" means all
+// namespaces; Nodes are always listed cluster-wide. A forbidden list
+// degrades to a note instead of failing, except for Services.
+func CollectAPI(ctx context.Context, cs kubernetes.Interface, namespace string) (*Cluster, []string, error) {
+	c := &Cluster{}
+	var notes []string
+	forbidden := func(what string, err error) bool {
+		if apierrors.IsForbidden(err) {
+			notes = append(notes, fmt.Sprintf("cannot list %s (forbidden by RBAC): checks that need them are skipped", what))
+			return true
+		}
+		return false
+	}
+	svcs, err := cs.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing services in %s: %w", nsName(namespace), err)
+	}
+	c.Services = svcs.Items
+	slices, err := cs.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil && !forbidden("endpointslices", err) {
+		return nil, nil, fmt.Errorf("listing endpointslices in %s: %w", nsName(namespace), err)
+	} else if err == nil {
+		c.EndpointSlices = slices.Items
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil && !forbidden("nodes", err) {
+		return nil, nil, fmt.Errorf("listing nodes: %w", err)
+	} else if err == nil {
+		c.Nodes = nodes.Items
+	}
+	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil && !forbidden("pods", err) {
+		return nil, nil, fmt.Errorf("listing pods in %s: %w", nsName(namespace), err)
+	} else if err == nil {
+		c.Pods = pods.Items
+		c.PodsListed = true
+	}
+	for i := range c.Services {
+		c.Services[i].ManagedFields = nil
+	}
+	for i := range c.Pods {
+		c.Pods[i].ManagedFields = nil
+	}
+	return c, notes, nil
+}
+
+// ProxyConfigFromAPI reads kube-proxy's settings from the kube-proxy
+// ConfigMap in kube-system (as kubeadm writes it), if it exists and may be
+// read.
+func ProxyConfigFromAPI(ctx context.Context, cs kubernetes.Interface) (ProxyConfig, string, error) {
+	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ProxyConfig{}, "no kube-proxy ConfigMap in kube-system: kube-proxy settings are inferred from the rules", nil
+	}
+	if apierrors.IsForbidden(err) {
+		return ProxyConfig{}, "cannot read the kube-proxy ConfigMap (forbidden): kube-proxy settings are inferred from the rules", nil
+	}
+	if err != nil {
+		return ProxyConfig{}, "", fmt.Errorf("reading configmap kube-system/kube-proxy: %w", err)
+	}
+	return proxyConfigFromConfigMap(cm)
+}
+
+func proxyConfigFromConfigMap(cm *corev1.ConfigMap) (ProxyConfig, string, error) {
+	for _, key := range []string{"config.conf", "config.yaml", "kube-proxy.conf"} {
+		if data, ok := cm.Data[key]; ok {
+			pc, err := ParseKubeProxyConfiguration([]byte(data))
+			if err != nil {
+				return ProxyConfig{}, "", fmt.Errorf("configmap kube-system/kube-proxy key %s: %w", key, err)
+			}
+			pc.Source = "configmap"
+			return pc, "", nil
+		}
+	}
+	return ProxyConfig{}, "the kube-proxy ConfigMap has no config.conf: kube-proxy settings are inferred from the rules", nil
+}
+
+// ParseKubeProxyConfiguration reads the fields svctrace needs from a
+// KubeProxyConfiguration document (v1alpha1; also the JSON of /configz).
+func ParseKubeProxyConfiguration(data []byte) (ProxyConfig, error) {
+	var doc struct {
+		Mode            string `json:"mode"`
+		ClusterCIDR     string `json:"clusterCIDR"`
+		DetectLocalMode string `json:"detectLocalMode"`
+		DetectLocal     struct {
+			BridgeInterface     string `json:"bridgeInterface"`
+			InterfaceNamePrefix string `json:"interfaceNamePrefix"`
+		} `json:"detectLocal"`
+		NodePortAddresses []string `json:"nodePortAddresses"`
+		IPTables          struct {
+			MasqueradeAll      bool   `json:"masqueradeAll"`
+			MasqueradeBit      *int32 `json:"masqueradeBit"`
+			LocalhostNodePorts *bool  `json:"localhostNodePorts"`
+		} `json:"iptables"`
+	}
+	// /configz wraps the configuration in {"kubeproxy.config.k8s.io": {...}}.
+	var wrapped map[string]any
+	if err := yaml.Unmarshal(data, &wrapped); err == nil {
+		if inner, ok := wrapped["kubeproxy.config.k8s.io"]; ok {
+			if b, err := yaml.Marshal(inner); err == nil {
+				data = b
+			}
+		}
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return ProxyConfig{}, fmt.Errorf("not a KubeProxyConfiguration: %v", err)
+	}
+	pc := ProxyConfig{
+		Mode: doc.Mode, DetectLocalMode: doc.DetectLocalMode,
+		BridgeInterface: doc.DetectLocal.BridgeInterface, InterfaceNamePrefix: doc.DetectLocal.InterfaceNamePrefix,
+		NodePortAddresses: doc.NodePortAddresses, MasqueradeAll: doc.IPTables.MasqueradeAll,
+		MasqueradeBit: doc.IPTables.MasqueradeBit, LocalhostNodePorts: doc.IPTables.LocalhostNodePorts,
+	}
+	if pc.Mode == "" {
+		pc.Mode = "iptables"
+	}
+	for _, c := range strings.Split(doc.ClusterCIDR, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			pc.ClusterCIDRs = append(pc.ClusterCIDRs, c)
+		}
+	}
+	return pc, nil
+}
+
+func nsName(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
+}

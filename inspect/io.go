@@ -1,0 +1,84 @@
+package inspect
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Load reads a Snapshot from a YAML or JSON file, checking its version.
+func Load(path string) (*Snapshot, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading snapshot: %w", err)
+	}
+	s, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Decode reads a Snapshot document.
+func Decode(data []byte) (*Snapshot, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty file, not a snapshot")
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("not a snapshot document (damaged or truncated?): %v", err)
+	}
+	if head.Kind != Kind {
+		return nil, fmt.Errorf("kind is %q, want %q", head.Kind, Kind)
+	}
+	if head.APIVersion != APIVersion {
+		return nil, fmt.Errorf("apiVersion %q is not supported by this svctrace (it reads %s)", head.APIVersion, APIVersion)
+	}
+	var s Snapshot
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, fmt.Errorf("damaged snapshot: %v", err)
+	}
+	for i, n := range s.Nodes {
+		if n.Name == "" {
+			return nil, fmt.Errorf("damaged snapshot: nodes[%d] has no name", i)
+		}
+		for j, d := range n.Dumps {
+			if d.Collector == "" {
+				return nil, fmt.Errorf("damaged snapshot: nodes[%d] (%s) dumps[%d] has no collector", i, n.Name, j)
+			}
+		}
+	}
+	return &s, nil
+}
+
+// Encode writes a snapshot as YAML (or JSON when the name ends in .json).
+func Encode(s *Snapshot, name string) ([]byte, error) {
+	if strings.HasSuffix(name, ".json") {
+		return jsonIndent(s)
+	}
+	return yaml.Marshal(s)
+}
+
+// Save writes a snapshot to path, through a temporary file so a failed
+// write leaves no half snapshot behind.
+func Save(s *Snapshot, path string) error {
+	data, err := Encode(s, path)
+	if err != nil {
+		return fmt.Errorf("encoding snapshot: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("writing snapshot: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing snapshot: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// saveCommands are the dump commands per family and backend. The plain
+// iptables-save is whatever backend the alternatives system points at; the
+// -nft and -legacy variants name theirs.
+var saveCommands = []struct {
+	collector, family, backend, bin string
+}{
+	{CollectorIPTablesSave, "IPv4", "nf_tables", "iptables-nft-save"},
+	{CollectorIPTablesSave, "IPv4", "legacy", "iptables-legacy-save"},
+	{CollectorIP6TablesSave, "IPv6", "nf_tables", "ip6tables-nft-save"},
+	{CollectorIP6TablesSave, "IPv6", "legacy", "ip6tables-legacy-save"},
+}
+
+// CollectLocal reads the kernel state of the network namespace the process
+// runs in: iptables dumps of both backends and families, and the local
+// addresses. Tools that are not installed are noted, not fatal; a dump
+// command that fails is an error.
+func CollectLocal(ctx context.Context, node string) (NodeState, []string, error) {
+	ns := NodeState{Name: node, CapturedAt: time.Now().UTC()}
+	var notes []string
+	found := 0
+	for _, c := range saveCommands {
+		path, err := exec.LookPath(c.bin)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s not installed: the %s %s backend was not read", c.bin, c.family, c.backend))
+			continue
+		}
+		found++
+		var out, errb bytes.Buffer
+		cmd := exec.CommandContext(ctx, path)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			if c.backend == "legacy" && strings.Contains(errb.String(), "Protocol not supported") {
+				notes = append(notes, fmt.Sprintf("%s: the legacy backend is not available in this kernel", c.bin))
+				continue
+			}
+			return ns, notes, fmt.Errorf("running %s: %v: %s", c.bin, err, strings.TrimSpace(errb.String()))
+		}
+		ns.Dumps = append(ns.Dumps, Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: c.bin, Text: out.String()})
+	}
+	if found == 0 {
+		return ns, notes, fmt.Errorf("no iptables-save command found (install iptables)")
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ns, notes, fmt.Errorf("listing local addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
+			ns.Addresses = append(ns.Addresses, ipn.IP.String())
+		}
+	}
+	return ns, notes, nil
+}

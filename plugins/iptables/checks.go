@@ -1,0 +1,146 @@
+package iptables
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/svctrace/svctrace/behavior"
+)
+
+// leftover chain names of other proxy modes: the userspace proxier and
+// IPVS mode. In iptables mode their presence means a switch of mode left
+// them behind.
+var (
+	userspaceChains = []string{"KUBE-PORTALS-CONTAINER", "KUBE-PORTALS-HOST", "KUBE-NODEPORT-CONTAINER", "KUBE-NODEPORT-HOST"}
+	ipvsChains      = []string{"KUBE-LOAD-BALANCER", "KUBE-NODE-PORT", "KUBE-SOURCE-RANGES-FIREWALL", "KUBE-IPVS-FILTER", "KUBE-IPVS-OUT-FILTER"}
+)
+
+// perServicePrefixes are the chains kube-proxy creates per service port and
+// endpoint; it deletes them when they are no longer needed.
+var perServicePrefixes = []string{PrefixSVC, PrefixSVL, PrefixEXT, PrefixFW, PrefixSEP}
+
+// TextChecks looks for what behaviour cannot show: per-service chains no
+// rule jumps to (kube-proxy failed to delete them), and chains left by the
+// userspace proxier or IPVS mode. mode is kube-proxy's mode on the node
+// ("" when unknown).
+func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
+	var out []behavior.Finding
+	referenced := map[string]bool{}
+	for _, t := range rs.Tables {
+		for _, c := range t.Chains {
+			for _, r := range c.Rules {
+				if r.Target != "" {
+					referenced[t.Name+"/"+r.Target] = true
+				}
+			}
+		}
+	}
+	for _, tname := range rs.TableOrder {
+		t := rs.Tables[tname]
+		for _, cname := range t.ChainOrder {
+			c := t.Chains[cname]
+			if hasAnyPrefix(cname, perServicePrefixes) && !referenced[tname+"/"+cname] {
+				out = append(out, behavior.Finding{
+					Type: behavior.OrphanChain, Node: node, Service: chainService(c),
+					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", tname, cname, len(c.Rules)),
+					Rules:   chainRules(c),
+					Message: fmt.Sprintf("chain %s/%s is not jumped to by any rule: kube-proxy did not clean it up", tname, cname),
+				})
+			}
+			if kind := leftoverKind(cname, mode); kind != "" {
+				out = append(out, behavior.Finding{
+					Type: behavior.LeftoverRules, Node: node, Service: chainService(c),
+					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s (%s) with %d rules", tname, cname, kind, len(c.Rules)),
+					Rules:   chainRules(c),
+					Message: fmt.Sprintf("chain %s/%s belongs to the %s; it is a leftover on a node whose kube-proxy runs in %s mode", tname, cname, kind, modeName(mode)),
+				})
+			}
+		}
+	}
+	return out
+}
+
+// SplitBrain reports KUBE chains present in both the legacy and the
+// nf_tables backend: two sets of rules, of which the kernel runs both.
+func SplitBrain(node string, legacy, nft *Ruleset) []behavior.Finding {
+	if legacy == nil || nft == nil || !HasKubeChains(legacy) || !HasKubeChains(nft) {
+		return nil
+	}
+	return []behavior.Finding{{
+		Type: behavior.BackendSplitBrain, Node: node,
+		Expected: "KUBE chains in one iptables backend",
+		Observed: fmt.Sprintf("KUBE chains in both: legacy (%d rules) and nf_tables (%d rules)", countKube(legacy), countKube(nft)),
+		Message:  "kube-proxy's chains exist in both iptables-legacy and iptables-nft; packets traverse both, so stale rules in the unused backend still act",
+	}}
+}
+
+// HasKubeChains reports whether the ruleset holds any KUBE- chain other
+// than the kubelet's canary and firewall.
+func HasKubeChains(rs *Ruleset) bool { return countKube(rs) > 0 }
+
+func countKube(rs *Ruleset) int {
+	n := 0
+	for _, t := range rs.Tables {
+		for name, c := range t.Chains {
+			if strings.HasPrefix(name, "KUBE-") && name != "KUBE-KUBELET-CANARY" && name != "KUBE-FIREWALL" && name != "KUBE-PROXY-CANARY" {
+				n += 1 + len(c.Rules)
+			}
+		}
+	}
+	return n
+}
+
+func leftoverKind(chain, mode string) string {
+	for _, c := range userspaceChains {
+		if chain == c {
+			return "userspace proxier (removed in Kubernetes 1.26)"
+		}
+	}
+	if mode == "ipvs" {
+		return ""
+	}
+	for _, c := range ipvsChains {
+		if chain == c {
+			return "IPVS mode"
+		}
+	}
+	return ""
+}
+
+func modeName(mode string) string {
+	if mode == "" {
+		return "iptables"
+	}
+	return mode
+}
+
+func hasAnyPrefix(s string, ps []string) bool {
+	for _, p := range ps {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func chainService(c *Chain) string {
+	for _, r := range c.Rules {
+		if spn, ok := SPNFromComment(r.Comment()); ok {
+			return spn
+		}
+	}
+	return ""
+}
+
+func chainRules(c *Chain) []string {
+	var out []string
+	for _, r := range c.Rules {
+		out = append(out, r.Raw)
+	}
+	sort.Strings(out)
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("... %d more", len(c.Rules)-5))
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package iptables
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/svctrace/svctrace/behavior"
+)
+
+// discover lists the frontends the rules handle: destinations (address,
+// port, protocol) that kube-proxy's dispatch chains match on, and NodePorts.
+// Kinds come from the expected table where it knows the frontend, else from
+// kube-proxy's comment, else from the chain the rule jumps to.
+func discover(rs *Ruleset, expected []behavior.Frontend) []behavior.Frontend {
+	known := map[string]behavior.FrontendKind{}
+	for _, f := range expected {
+		if f.Key.Kind != behavior.NodePort {
+			known[f.Key.IP+"/"+strconv.Itoa(int(f.Key.Port))+"/"+f.Key.Protocol] = f.Key.Kind
+		}
+	}
+	var out []behavior.Frontend
+	seen := map[behavior.Key]bool{}
+	add := func(k behavior.Key, r *Rule) {
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		spn, _ := SPNFromComment(r.Comment())
+		out = append(out, behavior.Frontend{Key: k, Service: spn})
+	}
+	for _, tname := range []string{"nat", "filter"} {
+		t, ok := rs.Tables[tname]
+		if !ok {
+			continue
+		}
+		for _, cname := range t.ChainOrder {
+			c := t.Chains[cname]
+			dispatch := cname == "KUBE-SERVICES" || cname == "KUBE-EXTERNAL-SERVICES" || cname == "KUBE-PROXY-FIREWALL" ||
+				strings.HasPrefix(cname, "KUBE-PORTALS-")
+			nodePorts := (tname == "nat" && cname == "KUBE-NODEPORTS") || strings.HasPrefix(cname, "KUBE-NODEPORT-") ||
+				cname == "KUBE-EXTERNAL-SERVICES"
+			if !dispatch && !nodePorts {
+				continue
+			}
+			for _, r := range c.Rules {
+				proto, port, ok := protoPort(r)
+				if !ok {
+					continue
+				}
+				if r.Dest != nil && !r.Dest.Negate && r.Dest.Prefix.IsSingleIP() && !r.Dest.Prefix.Addr().IsLoopback() {
+					ip := r.Dest.Prefix.Addr().String()
+					kind, ok := known[ip+"/"+strconv.Itoa(int(port))+"/"+proto]
+					if !ok {
+						kind = kindOf(r)
+					}
+					add(behavior.Key{Kind: kind, IP: ip, Port: port, Protocol: proto}, r)
+					continue
+				}
+				if nodePorts && (r.Dest == nil || r.Dest.Prefix.Addr().IsLoopback()) {
+					if cname == "KUBE-EXTERNAL-SERVICES" && !hasDstLocal(r) {
+						continue
+					}
+					add(behavior.Key{Kind: behavior.NodePort, Port: port, Protocol: proto}, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func protoPort(r *Rule) (string, int32, bool) {
+	if r.Protocol == nil || r.Protocol.Negate {
+		return "", 0, false
+	}
+	proto := strings.ToUpper(r.Protocol.Name)
+	if proto != "TCP" && proto != "UDP" && proto != "SCTP" {
+		return "", 0, false
+	}
+	m, ok := r.Match(strings.ToLower(proto))
+	if !ok {
+		return "", 0, false
+	}
+	o, ok := m.Option("dport")
+	if !ok || o.Negate || len(o.Args) == 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(o.Args[0], 10, 16)
+	if err != nil {
+		return "", 0, false
+	}
+	return proto, int32(n), true
+}
+
+func hasDstLocal(r *Rule) bool {
+	m, ok := r.Match("addrtype")
+	if !ok {
+		return false
+	}
+	o, ok := m.Option("dst-type")
+	return ok && !o.Negate && len(o.Args) > 0 && o.Args[0] == "LOCAL"
+}
+
+func kindOf(r *Rule) behavior.FrontendKind {
+	c := r.Comment()
+	switch {
+	case strings.HasSuffix(c, " external IP"):
+		return behavior.ExternalIP
+	case strings.HasSuffix(c, " loadbalancer IP"):
+		return behavior.LoadBalancer
+	case strings.HasSuffix(c, " cluster IP"):
+		return behavior.ClusterIP
+	case strings.Contains(c, "traffic not accepted by"):
+		return behavior.LoadBalancer
+	}
+	switch {
+	case strings.HasPrefix(r.Target, PrefixFW):
+		return behavior.LoadBalancer
+	case strings.HasPrefix(r.Target, PrefixEXT):
+		return behavior.ExternalIP
+	}
+	if r.Chain == "KUBE-EXTERNAL-SERVICES" {
+		return behavior.ExternalIP
+	}
+	return behavior.ClusterIP
+}

@@ -1,0 +1,354 @@
+package iptables
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// matchResult is the chance a rule matches the packet: 0 no, 1 yes, in
+// between for a statistic match.
+type matchResult struct{ prob float64 }
+
+var (
+	noMatch  = matchResult{0}
+	hasMatch = matchResult{1}
+)
+
+// matches evaluates every match of a rule against the packet on a branch.
+// What cannot be evaluated is assumed not to match (or, when negated, to
+// match) and said in a note on the branch.
+func (w *Walker) matches(s *state, r *Rule) matchResult {
+	p := s.pkt
+	if r.Source != nil && r.Source.Prefix.Contains(p.Src) == r.Source.Negate {
+		return noMatch
+	}
+	if r.Dest != nil && r.Dest.Prefix.Contains(p.Dst) == r.Dest.Negate {
+		return noMatch
+	}
+	if r.Protocol != nil {
+		name := r.Protocol.Name
+		ok := name == "all" || name == "0" || name == p.Protocol
+		if ok == r.Protocol.Negate {
+			return noMatch
+		}
+	}
+	if r.InIface != nil && !ifaceMatch(s, r, r.InIface, p.InIface) {
+		return noMatch
+	}
+	if r.OutIface != nil && !ifaceMatch(s, r, r.OutIface, "") {
+		return noMatch
+	}
+	if r.Fragment != nil && *r.Fragment {
+		return noMatch // a first packet is never a non-first fragment
+	}
+	prob := 1.0
+	for i := range r.Matches {
+		m := &r.Matches[i]
+		res := w.module(s, r, m)
+		if res.prob == 0 {
+			return noMatch
+		}
+		prob *= res.prob
+	}
+	return matchResult{prob}
+}
+
+func ifaceMatch(s *state, r *Rule, m *IfaceMatch, iface string) bool {
+	if iface == "" {
+		s.note("%s: interface match %q not evaluated (interface unknown); assumed not to match", r.Ref(), m.Name)
+		return m.Negate
+	}
+	var ok bool
+	if strings.HasSuffix(m.Name, "+") {
+		ok = strings.HasPrefix(iface, strings.TrimSuffix(m.Name, "+"))
+	} else {
+		ok = iface == m.Name
+	}
+	return ok != m.Negate
+}
+
+func (w *Walker) module(s *state, r *Rule, m *Match) matchResult {
+	p := s.pkt
+	switch m.Module {
+	case "comment", "nfacct", "limit":
+		return hasMatch
+	case "tcp", "udp", "sctp":
+		if p.Protocol != m.Module {
+			return noMatch
+		}
+		for _, o := range m.Options {
+			var v uint16
+			switch o.Name {
+			case "dport":
+				v = p.DstPort
+			case "sport":
+				v = p.SrcPort
+			case "syn", "tcp-flags":
+				continue // the first packet of a connection is a SYN
+			default:
+				s.note("%s: %s option --%s not evaluated; assumed to match", r.Ref(), m.Module, o.Name)
+				continue
+			}
+			if len(o.Args) == 0 || portIn(o.Args[0], v) == o.Negate {
+				return noMatch
+			}
+		}
+		return hasMatch
+	case "multiport":
+		for _, o := range m.Options {
+			if len(o.Args) == 0 {
+				continue
+			}
+			var ok bool
+			switch o.Name {
+			case "dports", "destination-ports":
+				ok = portList(o.Args[0], p.DstPort)
+			case "sports", "source-ports":
+				ok = portList(o.Args[0], p.SrcPort)
+			case "ports":
+				ok = portList(o.Args[0], p.DstPort) || portList(o.Args[0], p.SrcPort)
+			}
+			if ok == o.Negate {
+				return noMatch
+			}
+		}
+		return hasMatch
+	case "statistic":
+		return statistic(s, r, m)
+	case "recent":
+		return w.recent(s, m)
+	case "addrtype":
+		for _, o := range m.Options {
+			var a netip.Addr
+			switch o.Name {
+			case "src-type":
+				a = p.Src
+			case "dst-type":
+				a = p.Dst
+			default:
+				continue
+			}
+			if len(o.Args) == 0 || w.addrType(s, r, a, o.Args[0]) == o.Negate {
+				return noMatch
+			}
+		}
+		return hasMatch
+	case "conntrack", "state":
+		for _, o := range m.Options {
+			if o.Name != "ctstate" && o.Name != "state" {
+				s.note("%s: conntrack option --%s not evaluated; assumed to match", r.Ref(), o.Name)
+				continue
+			}
+			if len(o.Args) == 0 || ctState(s, o.Args[0]) == o.Negate {
+				return noMatch
+			}
+		}
+		return hasMatch
+	case "mark":
+		o, ok := m.Option("mark")
+		if !ok || len(o.Args) == 0 {
+			return hasMatch
+		}
+		v, mask, ok := parseMark(o.Args[0])
+		if !ok {
+			s.note("%s: cannot read mark %q; assumed not to match", r.Ref(), o.Args[0])
+			return noMatch
+		}
+		if (s.mark&mask == v) == o.Negate {
+			return noMatch
+		}
+		return hasMatch
+	case "icmp", "icmp6", "icmpv6":
+		if p.Protocol != "icmp" && p.Protocol != "ipv6-icmp" {
+			return noMatch
+		}
+		return hasMatch
+	}
+	s.note("%s: match -m %s not evaluated; assumed not to match", r.Ref(), m.Module)
+	return noMatch
+}
+
+func statistic(s *state, r *Rule, m *Match) matchResult {
+	mode, _ := m.Option("mode")
+	if len(mode.Args) > 0 && mode.Args[0] == "nth" {
+		every, ok := m.Option("every")
+		n, err := strconv.Atoi(strings.Join(every.Args, ""))
+		if !ok || err != nil || n <= 0 {
+			s.note("%s: statistic nth without a valid --every", r.Ref())
+			return noMatch
+		}
+		return matchResult{1 / float64(n)}
+	}
+	o, ok := m.Option("probability")
+	if !ok || len(o.Args) == 0 {
+		return hasMatch
+	}
+	v, err := strconv.ParseFloat(o.Args[0], 64)
+	if err != nil || v < 0 || v > 1 {
+		s.note("%s: statistic probability %q unreadable; assumed 0", r.Ref(), o.Args[0])
+		return noMatch
+	}
+	if o.Negate {
+		v = 1 - v
+	}
+	return matchResult{v}
+}
+
+// recent evaluates -m recent. --set always matches (and is recorded when
+// the target runs); --rcheck/--update match only for a source already in
+// the list (Env.Sticky).
+func (w *Walker) recent(s *state, m *Match) matchResult {
+	name := "DEFAULT"
+	if o, ok := m.Option("name"); ok && len(o.Args) > 0 {
+		name = o.Args[0]
+	}
+	_, rcheck := m.Option("rcheck")
+	_, update := m.Option("update")
+	if !rcheck && !update {
+		return hasMatch
+	}
+	secs := 0
+	if o, ok := m.Option("seconds"); ok && len(o.Args) > 0 {
+		secs, _ = strconv.Atoi(o.Args[0])
+	}
+	if w.env.Sticky[name] {
+		return hasMatch
+	}
+	s.recentChecked[name] = secs
+	return noMatch
+}
+
+func (w *Walker) addrType(s *state, r *Rule, a netip.Addr, typ string) bool {
+	local := w.env.IsLocal(a)
+	for _, t := range strings.Split(typ, ",") {
+		switch strings.ToUpper(t) {
+		case "LOCAL":
+			if local {
+				return true
+			}
+		case "UNICAST":
+			if !local && !a.IsMulticast() {
+				return true
+			}
+		case "MULTICAST":
+			if a.IsMulticast() {
+				return true
+			}
+		case "BROADCAST", "ANYCAST", "BLACKHOLE", "UNREACHABLE", "PROHIBIT", "THROW", "NAT", "XRESOLVE", "UNSPEC":
+		default:
+			s.note("%s: addrtype %s not known", r.Ref(), t)
+		}
+	}
+	return false
+}
+
+// ctState: a walked packet is the first of a new connection; after DNAT
+// its conntrack entry also has the DNAT status.
+func ctState(s *state, states string) bool {
+	for _, st := range strings.Split(states, ",") {
+		switch strings.ToUpper(st) {
+		case "NEW":
+			return true
+		case "DNAT":
+			if s.translated {
+				return true
+			}
+		case "SNAT":
+			if s.masq {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func portIn(spec string, v uint16) bool {
+	lo, hi, ok := portRange(spec)
+	return ok && v >= lo && v <= hi
+}
+
+func portList(spec string, v uint16) bool {
+	for _, p := range strings.Split(spec, ",") {
+		if portIn(p, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func portRange(spec string) (uint16, uint16, bool) {
+	a, b, found := strings.Cut(spec, ":")
+	lo, err := strconv.ParseUint(a, 10, 16)
+	if err != nil {
+		if a != "" || !found {
+			return 0, 0, false
+		}
+		lo = 0
+	}
+	if !found {
+		return uint16(lo), uint16(lo), true
+	}
+	hi := uint64(65535)
+	if b != "" {
+		if hi, err = strconv.ParseUint(b, 10, 16); err != nil {
+			return 0, 0, false
+		}
+	}
+	return uint16(lo), uint16(hi), true
+}
+
+// parseMark reads "0x4000/0x4000" or "0x4000" (mask all ones).
+func parseMark(s string) (value, mask uint32, ok bool) {
+	v, m, hasMask := strings.Cut(s, "/")
+	vv, err := strconv.ParseUint(v, 0, 32)
+	if err != nil {
+		return 0, 0, false
+	}
+	mask = 0xffffffff
+	if hasMask {
+		mm, err := strconv.ParseUint(m, 0, 32)
+		if err != nil {
+			return 0, 0, false
+		}
+		mask = uint32(mm)
+	}
+	return uint32(vv), mask, true
+}
+
+// chainIndex speeds up long chains: rules that match one exact destination
+// address are only candidates for packets to that address; the rest are
+// candidates for every packet. Order is kept.
+type chainIndex struct {
+	byDst map[netip.Addr][]int
+	any   []int
+	rules []*Rule
+}
+
+func buildIndex(c *Chain) *chainIndex {
+	idx := &chainIndex{byDst: map[netip.Addr][]int{}, rules: c.Rules}
+	for i, r := range c.Rules {
+		if r.Dest != nil && !r.Dest.Negate && r.Dest.Prefix.IsSingleIP() {
+			a := r.Dest.Prefix.Addr()
+			idx.byDst[a] = append(idx.byDst[a], i)
+			continue
+		}
+		idx.any = append(idx.any, i)
+	}
+	return idx
+}
+
+func (idx *chainIndex) candidates(dst netip.Addr) []*Rule {
+	a, b := idx.byDst[dst], idx.any
+	out := make([]*Rule, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		if len(b) == 0 || (len(a) > 0 && a[0] < b[0]) {
+			out = append(out, idx.rules[a[0]])
+			a = a[1:]
+		} else {
+			out = append(out, idx.rules[b[0]])
+			b = b[1:]
+		}
+	}
+	return out
+}

@@ -1,0 +1,480 @@
+package iptables
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Entry is where a packet enters the node's netfilter hooks.
+type Entry string
+
+const (
+	// EntryPrerouting: a packet arriving on an interface (from a pod or
+	// from outside): nat PREROUTING, then INPUT or FORWARD.
+	EntryPrerouting Entry = "prerouting"
+	// EntryOutput: a packet the node itself sends: OUTPUT, POSTROUTING.
+	EntryOutput Entry = "output"
+)
+
+// Packet is the first packet of a new connection.
+type Packet struct {
+	Src, Dst         netip.Addr
+	Protocol         string // tcp, udp, sctp (lower case)
+	SrcPort, DstPort uint16
+	InIface          string
+	Entry            Entry
+}
+
+func (p Packet) String() string {
+	return fmt.Sprintf("%s %s:%d -> %s:%d (%s)", p.Protocol, p.Src, p.SrcPort, p.Dst, p.DstPort, p.Entry)
+}
+
+// Env is what the walker needs to know about the node.
+type Env struct {
+	// LocalAddrs are the node's own addresses (addrtype LOCAL); loopback
+	// ranges are always local.
+	LocalAddrs []netip.Addr
+	// Sticky names the recent lists (affinity) that already hold the
+	// packet's source, so rcheck matches for them. Nil for a new client.
+	Sticky map[string]bool
+}
+
+// IsLocal reports whether addr is one of the node's addresses.
+func (e *Env) IsLocal(a netip.Addr) bool {
+	if a.IsLoopback() {
+		return true
+	}
+	for _, l := range e.LocalAddrs {
+		if l == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Hop is one rule a packet matched (or the policy it fell to).
+type Hop struct {
+	Table, Chain string
+	// Rule is nil for a chain policy.
+	Rule *Rule
+	// Probability of taking this rule given the path so far, when a
+	// statistic match made it a branch (0 otherwise).
+	Probability float64
+	// Note explains the hop (a policy, an assumption).
+	Note  string
+	chain *Chain
+}
+
+func (h Hop) String() string {
+	if h.Rule != nil {
+		return h.Rule.Raw
+	}
+	return fmt.Sprintf("%s/%s: %s", h.Table, h.Chain, h.Note)
+}
+
+// Final verdicts of a branch.
+const (
+	VerdictAccept   = "ACCEPT"
+	VerdictDrop     = "DROP"
+	VerdictReject   = "REJECT"
+	VerdictRedirect = "REDIRECT"
+)
+
+// Branch is one way a packet can go, with its probability.
+type Branch struct {
+	Probability float64
+	Hops        []Hop
+	Verdict     string
+	// Reason is the comment of the rule that rejected or dropped it.
+	Reason string
+	// DNAT is the translated destination ("ip:port"), empty if none.
+	DNAT string
+	// Redirect is the local port of a REDIRECT (userspace proxier).
+	Redirect   string
+	Masquerade bool
+	Mark       uint32
+	// RecentSet are recent lists the packet's source was added to.
+	RecentSet []string
+	// RecentChecked maps recent lists checked on the way (without a
+	// hit) to their --seconds.
+	RecentChecked map[string]int
+	// Notes are assumptions made on this branch (unknown matches).
+	Notes []string
+}
+
+// state is a packet in flight on one branch.
+type state struct {
+	pkt  Packet
+	prob float64
+	hops []Hop
+	mark uint32
+	dnat string
+	// verdict set when the branch terminated.
+	verdict, reason, redirect string
+	masq                      bool
+	recentSet                 []string
+	recentChecked             map[string]int
+	notes                     []string
+	translated                bool
+}
+
+func (s *state) clone() *state {
+	c := *s
+	c.hops = append([]Hop(nil), s.hops...)
+	c.recentSet = append([]string(nil), s.recentSet...)
+	c.notes = append([]string(nil), s.notes...)
+	c.recentChecked = make(map[string]int, len(s.recentChecked))
+	for k, v := range s.recentChecked {
+		c.recentChecked[k] = v
+	}
+	return &c
+}
+
+func (s *state) note(format string, args ...any) {
+	n := fmt.Sprintf(format, args...)
+	for _, x := range s.notes {
+		if x == n {
+			return
+		}
+	}
+	s.notes = append(s.notes, n)
+}
+
+// Walker walks packets through a parsed ruleset.
+type Walker struct {
+	rs    *Ruleset
+	env   *Env
+	index map[*Chain]*chainIndex
+}
+
+// NewWalker prepares a walker; it indexes long chains by destination so a
+// walk through a large KUBE-SERVICES chain does not scan every rule.
+func NewWalker(rs *Ruleset, env *Env) *Walker {
+	if env == nil {
+		env = &Env{}
+	}
+	w := &Walker{rs: rs, env: env, index: map[*Chain]*chainIndex{}}
+	for _, t := range rs.Tables {
+		for _, c := range t.Chains {
+			if len(c.Rules) >= 32 {
+				w.index[c] = buildIndex(c)
+			}
+		}
+	}
+	return w
+}
+
+// hook order of tables per hook.
+var hookTables = map[string][]string{
+	"PREROUTING":  {"raw", "mangle", "nat"},
+	"INPUT":       {"mangle", "filter", "security"},
+	"FORWARD":     {"mangle", "filter", "security"},
+	"OUTPUT":      {"raw", "mangle", "nat", "filter", "security"},
+	"POSTROUTING": {"mangle", "nat"},
+}
+
+// Walk returns every branch a new connection's first packet can take.
+func (w *Walker) Walk(p Packet) []Branch {
+	start := &state{pkt: p, prob: 1, recentChecked: map[string]int{}}
+	var hooks []string
+	if p.Entry == EntryOutput {
+		hooks = []string{"OUTPUT", "ROUTE", "POSTROUTING", "LOCALIN"}
+	} else {
+		hooks = []string{"PREROUTING", "ROUTE"}
+	}
+	var out []Branch
+	w.runHooks(start, hooks, &out)
+	return out
+}
+
+func (w *Walker) runHooks(s *state, hooks []string, out *[]Branch) {
+	if len(hooks) == 0 {
+		if s.verdict == "" {
+			s.verdict = VerdictAccept
+		}
+		*out = append(*out, s.finish())
+		return
+	}
+	h := hooks[0]
+	rest := hooks[1:]
+	switch h {
+	case "ROUTE":
+		// Routing decision after DNAT: local destinations go to INPUT,
+		// others are forwarded.
+		if s.pkt.Entry == EntryOutput {
+			w.runHooks(s, rest, out)
+			return
+		}
+		if w.env.IsLocal(s.pkt.Dst) {
+			w.runHooks(s, append([]string{"INPUT"}, rest...), out)
+		} else {
+			w.runHooks(s, append([]string{"FORWARD", "POSTROUTING"}, rest...), out)
+		}
+		return
+	case "LOCALIN":
+		if w.env.IsLocal(s.pkt.Dst) {
+			w.runHooks(s, append([]string{"INPUT"}, rest...), out)
+		} else {
+			w.runHooks(s, rest, out)
+		}
+		return
+	}
+	w.runTables(s, h, hookTables[h], rest, out)
+}
+
+func (w *Walker) runTables(s *state, hook string, tables []string, rest []string, out *[]Branch) {
+	if len(tables) == 0 {
+		w.runHooks(s, rest, out)
+		return
+	}
+	c := w.rs.Chain(tables[0], hook)
+	if c == nil {
+		w.runTables(s, hook, tables[1:], rest, out)
+		return
+	}
+	for _, r := range w.runChain(s, tables[0], c, 0) {
+		if r.verdict != "" {
+			*out = append(*out, r.finish())
+			continue
+		}
+		w.runTables(r, hook, tables[1:], rest, out)
+	}
+}
+
+func (s *state) finish() Branch {
+	return Branch{
+		Probability: s.prob, Hops: s.hops, Verdict: s.verdict, Reason: s.reason,
+		DNAT: s.dnat, Redirect: s.redirect, Masquerade: s.masq, Mark: s.mark,
+		RecentSet: s.recentSet, RecentChecked: s.recentChecked, Notes: s.notes,
+	}
+}
+
+// runChain evaluates a built-in chain of a table. It returns the states
+// that leave the table: with a verdict (DROP, REJECT) or without one (the
+// table accepted the packet, or a nat target ended the table).
+func (w *Walker) runChain(s *state, table string, c *Chain, depth int) []*state {
+	res := w.evalChain(s, table, c, depth)
+	var out []*state
+	for _, r := range res {
+		switch r.flow {
+		case flowReturn, flowEnd:
+			// Fell off a built-in chain: its policy.
+			pol := c.Policy
+			if pol == "" || pol == "-" {
+				pol = VerdictAccept
+			}
+			r.st.hops = append(r.st.hops, Hop{Table: table, Chain: c.Name, Note: "policy " + pol})
+			if pol == VerdictDrop {
+				r.st.verdict = VerdictDrop
+				r.st.reason = fmt.Sprintf("policy DROP of %s/%s", table, c.Name)
+			}
+		}
+		out = append(out, r.st)
+	}
+	return out
+}
+
+type flow int
+
+const (
+	flowEnd     flow = iota // reached the end of the chain
+	flowReturn              // RETURN
+	flowStop                // ACCEPT, DNAT, ... : the table is done
+	flowVerdict             // DROP, REJECT: the packet is done
+)
+
+type result struct {
+	st   *state
+	flow flow
+}
+
+// evalChain runs the rules of one chain from the start.
+func (w *Walker) evalChain(s *state, table string, c *Chain, depth int) []result {
+	if depth > 64 {
+		s.note("chain nesting deeper than 64 at %s/%s: walk stopped", table, c.Name)
+		return []result{{st: s, flow: flowStop}}
+	}
+	rules := c.Rules
+	if idx, ok := w.index[c]; ok {
+		rules = idx.candidates(s.pkt.Dst)
+	}
+	return w.evalRules(s, table, c, rules, depth)
+}
+
+func (w *Walker) evalRules(s *state, table string, c *Chain, rules []*Rule, depth int) []result {
+	for i, r := range rules {
+		m := w.matches(s, r)
+		if m.prob == 0 {
+			continue
+		}
+		if m.prob < 1 {
+			// A statistic branch: the unmatched share goes on with the
+			// next rule, the matched share takes this one.
+			miss := s.clone()
+			miss.prob *= 1 - m.prob
+			hit := s
+			hit.prob *= m.prob
+			hitRes := w.then(w.apply(hit, table, c, r, m.prob, depth), table, c, rules[i+1:], depth)
+			missRes := w.evalRules(miss, table, c, rules[i+1:], depth)
+			return append(hitRes, missRes...)
+		}
+		return w.then(w.apply(s, table, c, r, 0, depth), table, c, rules[i+1:], depth)
+	}
+	return []result{{st: s, flow: flowEnd}}
+}
+
+// then continues the branches that a rule left running (a non-terminating
+// target, a returned jump) with the rest of the chain.
+func (w *Walker) then(res []result, table string, c *Chain, rest []*Rule, depth int) []result {
+	var out []result
+	for _, x := range res {
+		if x.flow == flowEnd {
+			out = append(out, w.evalRules(x.st, table, c, rest, depth)...)
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// apply performs a matched rule's target. flowEnd means "continue with the
+// next rule of this chain".
+func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, depth int) []result {
+	s.hops = append(s.hops, Hop{Table: table, Chain: c.Name, Rule: r, Probability: p, chain: c})
+	for _, m := range r.Matches {
+		if m.Module == "recent" {
+			if _, ok := m.Option("set"); ok {
+				if o, ok := m.Option("name"); ok && len(o.Args) > 0 {
+					s.recentSet = append(s.recentSet, o.Args[0])
+				}
+			}
+		}
+	}
+	switch r.Target {
+	case "":
+		return []result{{st: s, flow: flowEnd}}
+	case "ACCEPT":
+		return []result{{st: s, flow: flowStop}}
+	case "DROP":
+		s.verdict, s.reason = VerdictDrop, r.Comment()
+		return []result{{st: s, flow: flowVerdict}}
+	case "REJECT":
+		s.verdict, s.reason = VerdictReject, r.Comment()
+		return []result{{st: s, flow: flowVerdict}}
+	case "RETURN":
+		return []result{{st: s, flow: flowReturn}}
+	case "DNAT":
+		w.dnat(s, r)
+		return []result{{st: s, flow: flowStop}}
+	case "REDIRECT":
+		o, _ := r.TargetOption("to-ports")
+		if len(o.Args) > 0 {
+			s.redirect = o.Args[0]
+		}
+		s.verdict = VerdictRedirect
+		return []result{{st: s, flow: flowVerdict}}
+	case "MASQUERADE", "SNAT":
+		s.masq = true
+		return []result{{st: s, flow: flowStop}}
+	case "MARK":
+		w.mark(s, r)
+		return []result{{st: s, flow: flowEnd}}
+	case "LOG", "NFLOG", "TRACE", "CONNMARK", "CT", "NOTRACK", "NFQUEUE", "AUDIT":
+		return []result{{st: s, flow: flowEnd}}
+	}
+	target := w.rs.Chain(table, r.Target)
+	if target == nil {
+		s.note("%s: target %s is neither a known target nor a chain of table %s; ignored", r.Ref(), r.Target, table)
+		return []result{{st: s, flow: flowEnd}}
+	}
+	res := w.evalChain(s, table, target, depth+1)
+	var out []result
+	for _, x := range res {
+		switch x.flow {
+		case flowEnd, flowReturn:
+			if r.Goto {
+				// A goto returns to the caller of this chain.
+				out = append(out, result{st: x.st, flow: flowReturn})
+			} else {
+				out = append(out, result{st: x.st, flow: flowEnd})
+			}
+		default:
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (w *Walker) dnat(s *state, r *Rule) {
+	o, ok := r.TargetOption("to-destination")
+	if !ok || len(o.Args) == 0 {
+		s.note("%s: DNAT without --to-destination", r.Ref())
+		return
+	}
+	to := o.Args[0]
+	host, port := splitHostPort(to)
+	if port == "" {
+		port = fmt.Sprint(s.pkt.DstPort)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		s.pkt.Dst = a
+		s.dnat = joinHostPort(a.String(), port)
+	} else {
+		s.dnat = to
+		s.note("%s: DNAT target %q is a range or not an address", r.Ref(), to)
+	}
+	var pn int
+	if _, err := fmt.Sscan(port, &pn); err == nil {
+		s.pkt.DstPort = uint16(pn)
+	}
+	s.translated = true
+}
+
+func (w *Walker) mark(s *state, r *Rule) {
+	for _, o := range r.TargetOptions {
+		if len(o.Args) == 0 {
+			continue
+		}
+		v, m, ok := parseMark(o.Args[0])
+		if !ok {
+			s.note("%s: cannot read mark %q", r.Ref(), o.Args[0])
+			continue
+		}
+		switch o.Name {
+		case "set-xmark":
+			s.mark = (s.mark &^ m) ^ v
+		case "set-mark":
+			s.mark = (s.mark &^ m) | v
+		case "or-mark":
+			s.mark |= v
+		case "xor-mark":
+			s.mark ^= v
+		case "and-mark":
+			s.mark &= v
+		}
+	}
+}
+
+// splitHostPort splits "1.2.3.4:80", "[fd00::1]:80", "1.2.3.4".
+func splitHostPort(s string) (string, string) {
+	if strings.HasPrefix(s, "[") {
+		if i := strings.Index(s, "]"); i > 0 {
+			host := s[1:i]
+			rest := s[i+1:]
+			return host, strings.TrimPrefix(rest, ":")
+		}
+	}
+	if strings.Count(s, ":") == 1 {
+		i := strings.Index(s, ":")
+		return s[:i], s[i+1:]
+	}
+	return s, ""
+}
+
+func joinHostPort(host, port string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + port
+	}
+	return host + ":" + port
+}

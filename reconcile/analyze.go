@@ -1,0 +1,208 @@
+package reconcile
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/plugins/iptables"
+)
+
+// NodeAnalysis is everything svctrace derives for one node and IP family:
+// the parsed rules, kube-proxy's settings, the model's view, and the
+// expected and observed behaviour.
+type NodeAnalysis struct {
+	Node   string
+	Family string
+	// Config is kube-proxy's settings as told by the snapshot, completed
+	// from the rules (Config.Inferred says what was inferred).
+	Config inspect.ProxyConfig
+	// View is nil without API objects (a bare dump).
+	View *model.NodeView
+	// Rules is the ruleset of the backend that holds kube-proxy's chains.
+	Rules    *iptables.Ruleset
+	NodeIPs  []netip.Addr
+	Expected *behavior.Table
+	Observed *behavior.Table
+	// Findings are behavioural differences plus text-level checks; nil
+	// Expected means only text-level checks ran.
+	Findings []behavior.Finding
+	Notes    []string
+}
+
+// Analyze parses a node's iptables dumps of one family and compares them
+// with the model.
+func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
+	ns, ok := s.Node(node)
+	if !ok {
+		return nil, fmt.Errorf("node %q is not in the snapshot (it has: %s)", node, nodeNames(s))
+	}
+	a := &NodeAnalysis{Node: node, Family: family, Config: ns.KubeProxy}
+	byBackend, err := parseDumps(ns, family)
+	if err != nil {
+		return nil, err
+	}
+	a.Rules = pickRuleset(byBackend)
+	if a.Rules == nil {
+		return nil, fmt.Errorf("node %s: the snapshot holds no %s iptables dump", node, family)
+	}
+	if legacy, nft := byBackend["legacy"], byBackend["nf_tables"]; legacy != nil && nft != nil {
+		a.Findings = append(a.Findings, iptables.SplitBrain(node, legacy, nft)...)
+	}
+	a.inferConfig()
+	if s.Cluster != nil {
+		v, err := model.BuildNodeView(s.Cluster, node, family)
+		if err != nil {
+			return nil, fmt.Errorf("building kube-proxy's view of node %s: %w", node, err)
+		}
+		a.View = v
+	}
+	a.NodeIPs = nodeIPs(a.View, ns, family)
+	cidrs := behavior.ParsePrefixes(a.Config.ClusterCIDRs)
+	in := iptables.ObserveInput{Node: node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: cidrs}
+	if a.View != nil {
+		if len(a.View.NodeIPs) == 0 && len(ns.Addresses) > 0 {
+			a.View.NodeIPs = ns.Addresses
+		}
+		a.Expected = Expected(a.View, a.Config)
+		in.Expected = a.Expected.Frontends
+	}
+	a.Observed = iptables.Observe(a.Rules, in)
+	if a.Expected != nil {
+		a.Findings = append(a.Findings, Compare(a.Expected, a.Observed)...)
+	} else {
+		a.Notes = append(a.Notes, "no API objects in the snapshot: behaviour is read from the rules alone, and only text-level checks run")
+	}
+	a.Findings = append(a.Findings, iptables.TextChecks(a.Rules, node, a.Config.Mode)...)
+	a.Findings = behavior.Merge(a.Findings)
+	return a, nil
+}
+
+func (a *NodeAnalysis) inferConfig() {
+	in := iptables.Infer(a.Rules)
+	if a.Config.Mode == "" && in.Mode != "" {
+		a.Config.Mode = in.Mode
+		a.Config.Inferred = append(a.Config.Inferred, "mode: "+in.Mode+" (kube-proxy's chains are in iptables)")
+	}
+	if len(a.Config.ClusterCIDRs) == 0 && a.Config.DetectLocalMode == "" || a.Config.DetectLocalMode == "ClusterCIDR" && len(a.Config.ClusterCIDRs) == 0 {
+		if len(in.ClusterCIDRs) > 0 {
+			a.Config.ClusterCIDRs = in.ClusterCIDRs
+			for _, e := range in.Evidence {
+				if len(e) > 12 && e[:12] == "cluster CIDR" {
+					a.Config.Inferred = append(a.Config.Inferred, e)
+				}
+			}
+		}
+	}
+	if a.Config.MasqueradeBit == nil && in.MasqueradeBit != 0 {
+		b := in.MasqueradeBit
+		a.Config.MasqueradeBit = &b
+		a.Config.Inferred = append(a.Config.Inferred, fmt.Sprintf("masquerade bit: %d (KUBE-MARK-MASQ)", b))
+	}
+	if len(a.Config.Inferred) > 0 && a.Config.Source == "" {
+		a.Config.Source = "inferred"
+	}
+}
+
+// parseDumps parses a node's iptables dumps of one family, keyed by backend.
+func parseDumps(ns *inspect.NodeState, family string) (map[string]*iptables.Ruleset, error) {
+	out := map[string]*iptables.Ruleset{}
+	for _, d := range ns.Dumps {
+		if d.Collector != inspect.CollectorIPTablesSave && d.Collector != inspect.CollectorIP6TablesSave {
+			continue
+		}
+		fam := d.Family
+		if fam == "" {
+			fam = "IPv4"
+			if d.Collector == inspect.CollectorIP6TablesSave {
+				fam = "IPv6"
+			}
+		}
+		if fam != family {
+			continue
+		}
+		origin := d.Origin
+		if origin == "" {
+			origin = fmt.Sprintf("node %s %s dump", ns.Name, d.Collector)
+		}
+		rs, err := iptables.ParseString(origin, d.Text, iptables.ParseOptions{Table: d.Table, Family: fam})
+		if err != nil {
+			return nil, err
+		}
+		backend := d.Backend
+		if backend == "" {
+			backend = rs.Backend
+		}
+		if backend == "" {
+			backend = "unknown"
+		}
+		if prev, ok := out[backend]; ok {
+			mergeRulesets(prev, rs)
+			continue
+		}
+		out[backend] = rs
+	}
+	return out, nil
+}
+
+// mergeRulesets adds the tables of b to a (several headerless dumps of one
+// node, one per table).
+func mergeRulesets(a, b *iptables.Ruleset) {
+	for _, name := range b.TableOrder {
+		if _, ok := a.Tables[name]; !ok {
+			a.Tables[name] = b.Tables[name]
+			a.TableOrder = append(a.TableOrder, name)
+		}
+	}
+	a.Notes = append(a.Notes, b.Notes...)
+}
+
+// pickRuleset chooses the backend holding kube-proxy's chains.
+func pickRuleset(m map[string]*iptables.Ruleset) *iptables.Ruleset {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var best *iptables.Ruleset
+	for _, k := range keys {
+		rs := m[k]
+		if best == nil || iptables.HasKubeChains(rs) && !iptables.HasKubeChains(best) {
+			best = rs
+		}
+	}
+	return best
+}
+
+func nodeIPs(v *model.NodeView, ns *inspect.NodeState, family string) []netip.Addr {
+	var src []string
+	if v != nil {
+		src = v.NodeIPs
+	}
+	if len(src) == 0 {
+		src = ns.Addresses
+	}
+	var out []netip.Addr
+	for _, s := range src {
+		a, err := netip.ParseAddr(s)
+		if err != nil || (family == "IPv6") != a.Is6() {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func nodeNames(s *inspect.Snapshot) string {
+	if len(s.Nodes) == 0 {
+		return "no nodes"
+	}
+	var names []string
+	for _, n := range s.Nodes {
+		names = append(names, n.Name)
+	}
+	return fmt.Sprint(names)
+}

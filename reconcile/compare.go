@@ -1,0 +1,230 @@
+// Package reconcile compares what kube-proxy should have programmed on a
+// node with what the kernel does, as typed findings.
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/svctrace/svctrace/behavior"
+)
+
+// weightTolerance absorbs the quantisation of iptables' probabilities.
+const weightTolerance = 1e-4
+
+// Compare returns the behavioural differences between an expected and an
+// observed table of one node. It does not look at rule text, so a change
+// of kube-proxy's layout between releases raises nothing.
+func Compare(expected, observed *behavior.Table) []behavior.Finding {
+	node := expected.Node
+	if node == "" {
+		node = observed.Node
+	}
+	var out []behavior.Finding
+	for _, e := range expected.Frontends {
+		o, ok := observed.Find(e.Key)
+		if !ok {
+			o = &behavior.Frontend{Key: e.Key, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
+		}
+		out = append(out, compareFrontend(node, e, *o)...)
+	}
+	for _, o := range observed.Frontends {
+		if _, ok := expected.Find(o.Key); ok || !handled(o) {
+			continue
+		}
+		out = append(out, behavior.Finding{
+			Type: behavior.StaleFrontend, Node: node, Service: o.Service,
+			Frontends: []string{o.Key.String()},
+			Expected:  "no frontend", Observed: describe(anyOutcome(o)),
+			Rules:   anyOutcome(o).Rules,
+			Message: fmt.Sprintf("%s is still handled by the kernel, but no Service port of the API asks for it", o.Key),
+		})
+	}
+	return behavior.Merge(out)
+}
+
+func handled(f behavior.Frontend) bool {
+	for _, o := range f.Outcomes {
+		if o.Verdict != behavior.Unhandled && o.Verdict != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func anyOutcome(f behavior.Frontend) behavior.Outcome {
+	for _, c := range behavior.SourceClasses {
+		if o, ok := f.Outcomes[c]; ok && o.Verdict != behavior.Unhandled {
+			return o
+		}
+	}
+	return behavior.Outcome{Verdict: behavior.Unhandled}
+}
+
+func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
+	base := behavior.Finding{Node: node, Service: e.Service, Frontends: []string{e.Key.String()}}
+	mk := func(typ string, classes []behavior.SourceClass, exp, obs string, rules []string, msg string) behavior.Finding {
+		f := base
+		f.Type, f.Expected, f.Observed, f.Rules, f.Message = typ, exp, obs, rules, msg
+		for _, c := range classes {
+			f.Sources = append(f.Sources, string(c))
+		}
+		return f
+	}
+	if handled(e) && !handled(o) {
+		return []behavior.Finding{mk(behavior.MissingFrontend, nil, describe(anyOutcome(e)), "no rule handles it",
+			nil, fmt.Sprintf("the kernel has no rule for %s of %s", e.Key, e.Service))}
+	}
+	var out []behavior.Finding
+	forwardBoth := false
+	for _, c := range behavior.SourceClasses {
+		eo, oo := e.Outcomes[c], o.Outcomes[c]
+		if oo.Verdict == "" {
+			oo.Verdict = behavior.Unhandled
+		}
+		cls := []behavior.SourceClass{c}
+		switch {
+		case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward:
+			forwardBoth = true
+			out = append(out, compareBackends(mk, e, c, eo, oo)...)
+			if eo.Masquerade != oo.Masquerade {
+				out = append(out, mk(behavior.MasqueradeMismatch, cls, masq(eo.Masquerade), masq(oo.Masquerade), oo.Rules,
+					fmt.Sprintf("connections from a %s source to %s are %s, should be %s", c, e.Key, masq(oo.Masquerade), masq(eo.Masquerade))))
+			}
+		case eo.Verdict == oo.Verdict:
+			// Both reject, both drop, or both unhandled.
+		case oo.Verdict == behavior.Unhandled:
+			out = append(out, mk(behavior.MissingFrontend, cls, describe(eo), "no rule handles it", nil,
+				fmt.Sprintf("connections from a %s source to %s pass untouched; expected %s", c, e.Key, describe(eo))))
+		case e.LocalOnly && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop):
+			out = append(out, mk(behavior.LocalPolicyMismatch, cls, describe(eo), describe(oo), oo.Rules,
+				fmt.Sprintf("traffic policy Local: a %s source to %s should get %s, gets %s", c, e.Key, describe(eo), describe(oo))))
+		default:
+			out = append(out, mk(behavior.NoEndpointsRuleMismatch, cls, describe(eo), describe(oo), append(oo.Rules, eo.Rules...),
+				fmt.Sprintf("a %s source to %s should get %s, gets %s", c, e.Key, describe(eo), describe(oo))))
+		}
+	}
+	if forwardBoth {
+		if a, b := affinity(e.Affinity), affinity(o.Affinity); a != b {
+			out = append(out, mk(behavior.AffinityMismatch, nil, a, b, nil,
+				fmt.Sprintf("session affinity of %s is %s, should be %s", e.Key, b, a)))
+		}
+		if a, b := ranges(e.SourceRanges), ranges(o.SourceRanges); a != b {
+			out = append(out, mk(behavior.FirewallMismatch, nil, a, b, nil,
+				fmt.Sprintf("sources allowed to %s are %s, should be %s", e.Key, b, a)))
+		}
+	}
+	return out
+}
+
+type mkFunc func(string, []behavior.SourceClass, string, string, []string, string) behavior.Finding
+
+func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo, oo behavior.Outcome) []behavior.Finding {
+	cls := []behavior.SourceClass{c}
+	em, om := backendMap(eo), backendMap(oo)
+	if e.LocalOnly && c == behavior.FromExternal && !sameSet(em, om) {
+		return []behavior.Finding{mk(behavior.LocalPolicyMismatch, cls, backendList(eo), backendList(oo), nil,
+			fmt.Sprintf("traffic policy Local: external connections to %s should reach only this node's endpoints %s, reach %s", e.Key, backendList(eo), backendList(oo)))}
+	}
+	var out []behavior.Finding
+	for _, b := range eo.Backends {
+		if _, ok := om[b.Endpoint]; !ok {
+			out = append(out, mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", b.Rules,
+				fmt.Sprintf("endpoint %s of %s gets no traffic on this node", b.Endpoint, e.Service)))
+		}
+	}
+	for _, b := range oo.Backends {
+		if _, ok := em[b.Endpoint]; !ok {
+			out = append(out, mk(behavior.StaleEndpoint, nil, "absent", b.Endpoint, b.Rules,
+				fmt.Sprintf("%s of %s still sends traffic to %s, which is not a usable endpoint", e.Key, e.Service, b.Endpoint)))
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, b := range eo.Backends {
+		ob := om[b.Endpoint]
+		if d := b.Probability - ob.Probability; d > weightTolerance || d < -weightTolerance {
+			out = append(out, mk(behavior.WeightMismatch, cls, backendList(eo), backendList(oo), ob.Rules,
+				fmt.Sprintf("%s spreads connections as %s, should be %s", e.Key, backendList(oo), backendList(eo))))
+			break
+		}
+	}
+	for _, b := range eo.Backends {
+		if ob := om[b.Endpoint]; c == behavior.FromPod && b.HairpinMasquerade && !ob.HairpinMasquerade {
+			out = append(out, mk(behavior.MasqueradeMismatch, cls, "hairpin masquerade for "+b.Endpoint, "no hairpin masquerade", ob.Rules,
+				fmt.Sprintf("a pod reaching itself (%s) through %s is not masqueraded, so its replies bypass the NAT", b.Endpoint, e.Key)))
+		}
+	}
+	return out
+}
+
+func backendMap(o behavior.Outcome) map[string]behavior.Backend {
+	m := map[string]behavior.Backend{}
+	for _, b := range o.Backends {
+		m[b.Endpoint] = b
+	}
+	return m
+}
+
+func sameSet(a, b map[string]behavior.Backend) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func backendList(o behavior.Outcome) string {
+	var parts []string
+	for _, b := range o.Backends {
+		parts = append(parts, fmt.Sprintf("%s@%s", b.Endpoint, behavior.FormatProbability(b.Probability)))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describe(o behavior.Outcome) string {
+	switch o.Verdict {
+	case behavior.Forward:
+		return "forward to " + backendList(o)
+	case behavior.Reject, behavior.Drop:
+		if o.Reason != "" {
+			return fmt.Sprintf("%s (%s)", o.Verdict, o.Reason)
+		}
+		return string(o.Verdict)
+	case "":
+		return string(behavior.Unhandled)
+	}
+	return string(o.Verdict)
+}
+
+func masq(b bool) string {
+	if b {
+		return "masqueraded"
+	}
+	return "not masqueraded"
+}
+
+func affinity(a *behavior.Affinity) string {
+	if a == nil {
+		return "none"
+	}
+	return fmt.Sprintf("ClientIP %ds", a.TimeoutSeconds)
+}
+
+func ranges(r []string) string {
+	if len(r) == 0 {
+		return "any source"
+	}
+	s := append([]string(nil), r...)
+	sort.Strings(s)
+	return strings.Join(s, ",")
+}

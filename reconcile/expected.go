@@ -1,0 +1,191 @@
+package reconcile
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/model"
+)
+
+// Expected renders kube-proxy's view of a node into the behaviour table:
+// what every frontend should do for each source class. It follows the
+// proxier's rules (dataplane reference §2.5), not any one rule layout, so
+// every data plane is compared against the same table.
+func Expected(v *model.NodeView, cfg inspect.ProxyConfig) *behavior.Table {
+	t := &behavior.Table{Node: v.Node, Family: v.Family}
+	cidrs := behavior.ParsePrefixes(cfg.ClusterCIDRs)
+	var nodeIPs []netip.Addr
+	for _, ip := range v.NodeIPs {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			nodeIPs = append(nodeIPs, a)
+		}
+	}
+	detector := len(cidrs) > 0
+	for i := range v.Ports {
+		p := &v.Ports[i]
+		for _, k := range frontendKeys(p, cfg, v.NodeIPs) {
+			t.Frontends = append(t.Frontends, expectFrontend(p, k, cidrs, nodeIPs, detector, cfg.MasqueradeAll))
+		}
+	}
+	if !detector && !cfg.MasqueradeAll {
+		t.Notes = append(t.Notes, "no cluster CIDR known: the local-traffic detector is off, so off-cluster traffic to ClusterIPs is not masqueraded")
+	}
+	t.Sort()
+	return t
+}
+
+func frontendKeys(p *model.ServicePort, cfg inspect.ProxyConfig, nodeIPs []string) []behavior.Key {
+	var keys []behavior.Key
+	k := func(kind behavior.FrontendKind, ip string) behavior.Key {
+		port := p.Port
+		if kind == behavior.NodePort {
+			port = p.NodePort
+		}
+		return behavior.Key{Kind: kind, IP: ip, Port: port, Protocol: p.Protocol}
+	}
+	if p.ClusterIP != "" {
+		keys = append(keys, k(behavior.ClusterIP, p.ClusterIP))
+	}
+	for _, ip := range p.ExternalIPs {
+		keys = append(keys, k(behavior.ExternalIP, ip))
+	}
+	for _, ip := range p.LoadBalancerIPs {
+		keys = append(keys, k(behavior.LoadBalancer, ip))
+	}
+	if p.NodePort != 0 {
+		addrs := nodePortIPs(cfg.NodePortAddresses, nodeIPs)
+		if addrs == nil {
+			keys = append(keys, k(behavior.NodePort, ""))
+		}
+		for _, ip := range addrs {
+			keys = append(keys, k(behavior.NodePort, ip))
+		}
+	}
+	return keys
+}
+
+// nodePortIPs resolves nodePortAddresses: nil means every local address.
+func nodePortIPs(spec []string, nodeIPs []string) []string {
+	if len(spec) == 0 {
+		return nil
+	}
+	var out []string
+	for _, s := range spec {
+		if s == "primary" {
+			if len(nodeIPs) > 0 {
+				out = append(out, nodeIPs[0])
+			}
+			continue
+		}
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			continue
+		}
+		for _, ip := range nodeIPs {
+			if a, err := netip.ParseAddr(ip); err == nil && pfx.Contains(a) && !a.IsLoopback() {
+				out = append(out, ip)
+			}
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func expectFrontend(p *model.ServicePort, k behavior.Key, cidrs []netip.Prefix, nodeIPs []netip.Addr, detector, masqAll bool) behavior.Frontend {
+	spn := p.SPN()
+	f := behavior.Frontend{Key: k, Service: spn, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
+	if p.AffinityTimeoutSeconds > 0 {
+		f.Affinity = &behavior.Affinity{TimeoutSeconds: p.AffinityTimeoutSeconds}
+	}
+	external := k.Kind != behavior.ClusterIP
+	var ranges []netip.Prefix
+	if k.Kind == behavior.LoadBalancer && p.HasAnyEndpoints {
+		ranges = behavior.ParsePrefixes(p.LoadBalancerSourceRanges)
+		f.SourceRanges = append([]string(nil), p.LoadBalancerSourceRanges...)
+	}
+	probes := behavior.ChooseProbes(cidrs, nodeIPs, ranges)
+	if external {
+		f.LocalOnly = p.ExternalPolicyLocal
+	} else {
+		f.LocalOnly = p.InternalPolicyLocal
+	}
+	for _, c := range behavior.SourceClasses {
+		var src netip.Addr
+		switch c {
+		case behavior.FromPod:
+			src = probes.Pod
+		case behavior.FromNode:
+			src = probes.Node
+		default:
+			src = probes.External
+		}
+		var o behavior.Outcome
+		switch {
+		case !p.HasAnyEndpoints:
+			o = behavior.Outcome{Verdict: behavior.Reject, Reason: spn + " has no endpoints"}
+		case !behavior.Allowed(src, ranges):
+			o = behavior.Outcome{Verdict: behavior.Drop, Reason: fmt.Sprintf("%s: source %s not in loadBalancerSourceRanges", spn, src)}
+		case !external:
+			o = internalOutcome(p, src, cidrs, detector, masqAll)
+		default:
+			o = externalOutcome(p, c, detector)
+		}
+		f.Outcomes[c] = o
+	}
+	return f
+}
+
+func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix, detector, masqAll bool) behavior.Outcome {
+	eps := p.ClusterEndpoints
+	if p.InternalPolicyLocal {
+		eps = p.LocalEndpoints
+		if len(eps) == 0 {
+			return behavior.Outcome{Verdict: behavior.Drop, Reason: p.SPN() + " has no local endpoints"}
+		}
+	}
+	masq := masqAll || (detector && !inPrefixes(src, cidrs))
+	return forward(eps, masq)
+}
+
+func externalOutcome(p *model.ServicePort, c behavior.SourceClass, detector bool) behavior.Outcome {
+	if !p.ExternalPolicyLocal {
+		return forward(p.ClusterEndpoints, true)
+	}
+	switch {
+	case c == behavior.FromPod && detector:
+		// "pod traffic for ... external destinations" short-circuits to
+		// the cluster endpoints, without masquerade.
+		return forward(p.ClusterEndpoints, false)
+	case c == behavior.FromNode:
+		return forward(p.ClusterEndpoints, true)
+	}
+	if len(p.LocalEndpoints) == 0 {
+		return behavior.Outcome{Verdict: behavior.Drop, Reason: p.SPN() + " has no local endpoints"}
+	}
+	return forward(p.LocalEndpoints, false)
+}
+
+func forward(eps []model.Endpoint, masq bool) behavior.Outcome {
+	o := behavior.Outcome{Verdict: behavior.Forward, Masquerade: masq}
+	for _, e := range eps {
+		b := behavior.Backend{Endpoint: e.String(), Probability: 1 / float64(len(eps)), HairpinMasquerade: true}
+		if e.Slice != "" {
+			b.Rules = []string{"EndpointSlice " + e.Slice}
+		}
+		o.Backends = append(o.Backends, b)
+	}
+	return o
+}
+
+func inPrefixes(a netip.Addr, ps []netip.Prefix) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,48 @@
+package reconcile
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// RenderDrift writes a drift report as text; wide adds the rules involved.
+func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
+	for _, n := range r.Nodes {
+		mode := n.Mode
+		if mode == "" {
+			mode = "unknown mode"
+		} else {
+			mode += " mode"
+		}
+		fmt.Fprintf(w, "node %s (%s): %d frontends checked, %d findings\n", n.Name, mode, n.Frontends, n.Findings)
+	}
+	if len(r.Findings) == 0 {
+		fmt.Fprintln(w, "no drift")
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "\n%s  node=%s", f.Type, f.Node)
+		if f.Service != "" {
+			fmt.Fprintf(w, " service=%s", f.Service)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  %s\n", f.Message)
+		if len(f.Frontends) > 0 {
+			fmt.Fprintf(w, "  frontends: %s\n", strings.Join(f.Frontends, "; "))
+		}
+		fmt.Fprintf(w, "  expected: %s\n  observed: %s\n", f.Expected, f.Observed)
+		if wide {
+			if len(f.Sources) > 0 {
+				fmt.Fprintf(w, "  sources:  %s\n", strings.Join(f.Sources, ", "))
+			}
+			for _, rule := range f.Rules {
+				fmt.Fprintf(w, "  rule: %s\n", rule)
+			}
+		} else if len(f.Rules) > 0 {
+			fmt.Fprintf(w, "  rule: %s\n", f.Rules[0])
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}

@@ -1,0 +1,190 @@
+package trace
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/reconcile"
+)
+
+// ServiceRef names a Service, optionally one port of it.
+type ServiceRef struct {
+	Namespace, Name, Port string
+}
+
+func (r ServiceRef) String() string {
+	s := r.Namespace + "/" + r.Name
+	if r.Port != "" {
+		s += ":" + r.Port
+	}
+	return s
+}
+
+// ParseServiceRef reads [NS/]NAME[:PORT].
+func ParseServiceRef(s, defaultNS string) (ServiceRef, error) {
+	var r ServiceRef
+	rest := s
+	if ns, n, ok := strings.Cut(s, "/"); ok {
+		r.Namespace, rest = ns, n
+	} else {
+		r.Namespace = defaultNS
+	}
+	r.Name, r.Port, _ = strings.Cut(rest, ":")
+	if r.Namespace == "" || r.Name == "" || strings.ContainsAny(r.Name, "/ ") {
+		return r, fmt.Errorf("%q is not a Service reference: want [NAMESPACE/]NAME[:PORT]", s)
+	}
+	return r, nil
+}
+
+// Explain builds the report for one Service on the analysed node.
+func Explain(a *reconcile.NodeAnalysis, c *inspect.Cluster, ref ServiceRef) (*ExplainReport, error) {
+	r := &ExplainReport{TypeMeta: NewTypeMeta("ExplainReport"), Service: ref.String(), Node: a.Node, Mode: a.Config.Mode}
+	var svc *corev1.Service
+	if c != nil {
+		for i := range c.Services {
+			s := &c.Services[i]
+			if s.Namespace == ref.Namespace && s.Name == ref.Name {
+				svc = s
+			}
+		}
+		if svc == nil {
+			return nil, fmt.Errorf("service %s/%s not found in the API objects", ref.Namespace, ref.Name)
+		}
+		if a.View != nil {
+			if why, ok := a.View.SkipReason(ref.Namespace, ref.Name); ok {
+				r.Skipped = why
+			}
+		}
+		r.Causes = model.Diagnose(c, svc, a.View)
+	}
+	hashes := chainHashes(ref, a)
+	for _, f := range a.Observed.Frontends {
+		if !belongs(f, ref, hashes, a) {
+			continue
+		}
+		r.Frontends = append(r.Frontends, f)
+	}
+	if len(r.Frontends) == 0 && r.Skipped == "" {
+		if c == nil {
+			return nil, fmt.Errorf("no rule on node %s names service %s (by comment or chain hash)", a.Node, ref)
+		}
+		r.Notes = append(r.Notes, "no frontend of this Service is handled by the node's rules")
+	}
+	for _, f := range a.Findings {
+		if spnMatches(f.Service, ref) {
+			r.Findings = append(r.Findings, f)
+		}
+	}
+	r.Pods = podsOf(c, a.View)
+	r.Notes = append(r.Notes, a.Notes...)
+	r.Notes = append(r.Notes, a.Config.Inferred...)
+	return r, nil
+}
+
+func spnMatches(spn string, ref ServiceRef) bool {
+	base := ref.Namespace + "/" + ref.Name
+	if spn != base && !strings.HasPrefix(spn, base+":") {
+		return false
+	}
+	return ref.Port == "" || spn == base+":"+ref.Port
+}
+
+// belongs decides whether a frontend is the Service's: by the model's
+// expected frontends, by kube-proxy's comments, or by the chain-name hash.
+func belongs(f behavior.Frontend, ref ServiceRef, hashes map[string]bool, a *reconcile.NodeAnalysis) bool {
+	if a.Expected != nil {
+		if e, ok := a.Expected.Find(f.Key); ok {
+			return spnMatches(e.Service, ref) && portMatches(f, ref, a)
+		}
+	}
+	if f.Service != "" {
+		return spnMatches(f.Service, ref)
+	}
+	for _, o := range f.Outcomes {
+		for _, b := range o.Backends {
+			for _, rule := range b.Rules {
+				for h := range hashes {
+					if strings.Contains(rule, h) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+func portMatches(f behavior.Frontend, ref ServiceRef, a *reconcile.NodeAnalysis) bool {
+	if ref.Port == "" {
+		return true
+	}
+	e, _ := a.Expected.Find(f.Key)
+	return strings.HasSuffix(e.Service, ":"+ref.Port) || fmt.Sprint(f.Key.Port) == ref.Port
+}
+
+// chainHashes are the per-service chain names the Service's ports would
+// have, for rules without comments: from the model's ports when known,
+// else from the name alone (unnamed port, in the new and the old form).
+func chainHashes(ref ServiceRef, a *reconcile.NodeAnalysis) map[string]bool {
+	out := map[string]bool{}
+	var spns []string
+	if a.View != nil {
+		for _, p := range a.View.Find(ref.Namespace, ref.Name) {
+			out[iptables.PrefixSVC+iptables.ServiceChainHash(p.SPN(), p.Protocol)] = true
+		}
+	}
+	base := ref.Namespace + "/" + ref.Name
+	spns = append(spns, base, base+":")
+	if ref.Port != "" {
+		spns = append(spns, base+":"+ref.Port)
+	}
+	for _, s := range spns {
+		for _, proto := range []string{"tcp", "udp", "sctp"} {
+			h := iptables.ServiceChainHash(s, proto)
+			for _, p := range []string{iptables.PrefixSVC, iptables.PrefixSVL, iptables.PrefixEXT, iptables.PrefixFW} {
+				out[p+h] = true
+			}
+		}
+	}
+	return out
+}
+
+// podsOf maps endpoints to the Pods behind them.
+func podsOf(c *inspect.Cluster, v *model.NodeView) map[string]string {
+	out := map[string]string{}
+	if v == nil {
+		return out
+	}
+	byIP := map[string]string{}
+	if c != nil {
+		for _, p := range c.Pods {
+			for _, ip := range p.Status.PodIPs {
+				byIP[ip.IP] = p.Namespace + "/" + p.Name
+			}
+			if p.Status.PodIP != "" {
+				byIP[p.Status.PodIP] = p.Namespace + "/" + p.Name
+			}
+		}
+	}
+	for _, sp := range v.Ports {
+		for _, e := range sp.Endpoints {
+			switch {
+			case e.TargetRef != nil && e.TargetRef.Kind == "Pod":
+				ns := e.TargetRef.Namespace
+				if ns == "" {
+					ns = sp.Namespace
+				}
+				out[e.String()] = ns + "/" + e.TargetRef.Name
+			case byIP[e.IP] != "":
+				out[e.String()] = byIP[e.IP]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/svctrace/svctrace/behavior"
+)
+
+var classLabel = map[behavior.SourceClass]string{
+	behavior.FromPod:      "from a pod",
+	behavior.FromNode:     "from the node",
+	behavior.FromExternal: "from outside",
+}
+
+// RenderExplain writes an explain report as text. wide adds the rules of
+// every source class, not only of the first one that forwards.
+func RenderExplain(w io.Writer, r *ExplainReport, wide bool) {
+	mode := r.Mode
+	if mode == "" {
+		mode = "unknown"
+	}
+	fmt.Fprintf(w, "Service %s on node %s (%s mode)\n", r.Service, r.Node, mode)
+	if r.Skipped != "" {
+		fmt.Fprintf(w, "\n  %s\n", r.Skipped)
+	}
+	for _, f := range r.Frontends {
+		fmt.Fprintf(w, "\n%s", f.Key)
+		if f.Service != "" {
+			fmt.Fprintf(w, "  %s", f.Service)
+		}
+		fmt.Fprintln(w)
+		var extras []string
+		if f.Affinity != nil {
+			extras = append(extras, fmt.Sprintf("session affinity ClientIP, %ds", f.Affinity.TimeoutSeconds))
+		}
+		if len(f.SourceRanges) > 0 {
+			extras = append(extras, "only from "+strings.Join(f.SourceRanges, ", ")+" (loadBalancerSourceRanges)")
+		}
+		for _, e := range extras {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+		renderOutcomes(w, f, r.Pods, wide)
+	}
+	if len(r.Causes) > 0 {
+		fmt.Fprintf(w, "\nFrom the API objects:\n")
+		for _, c := range r.Causes {
+			fmt.Fprintf(w, "  %-7s %s: %s\n", c.Severity, c.Code, c.Message)
+		}
+	}
+	if len(r.Findings) > 0 {
+		fmt.Fprintf(w, "\nDrift on this node:\n")
+		for _, f := range r.Findings {
+			fmt.Fprintf(w, "  %s: %s\n", f.Type, f.Message)
+		}
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintf(w, "\nNotes:\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+}
+
+func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wide bool) {
+	var shown *behavior.Outcome
+	for _, c := range behavior.SourceClasses {
+		o, ok := f.Outcomes[c]
+		if !ok {
+			continue
+		}
+		head := fmt.Sprintf("  %-14s %s", classLabel[c]+":", verdictText(o))
+		if !wide && shown != nil && sameBackends(*shown, o) {
+			fmt.Fprintf(w, "%s, same backends\n", head)
+			continue
+		}
+		fmt.Fprintln(w, head)
+		if o.Verdict != behavior.Forward {
+			for _, rule := range o.Rules {
+				fmt.Fprintf(w, "        %s\n", rule)
+			}
+			continue
+		}
+		for _, b := range o.Backends {
+			line := fmt.Sprintf("    %-5s %s", behavior.FormatProbability(b.Probability), b.Endpoint)
+			if p := pods[b.Endpoint]; p != "" {
+				line += "  pod " + p
+			}
+			if b.HairpinMasquerade && c == behavior.FromPod {
+				line += "  (hairpin masquerade)"
+			}
+			fmt.Fprintln(w, line)
+			for _, rule := range b.Rules {
+				fmt.Fprintf(w, "          %s\n", rule)
+			}
+		}
+		oc := o
+		shown = &oc
+	}
+}
+
+func verdictText(o behavior.Outcome) string {
+	switch o.Verdict {
+	case behavior.Forward:
+		m := "not masqueraded"
+		if o.Masquerade {
+			m = "masqueraded"
+		}
+		return fmt.Sprintf("forward to %d backend(s), %s", len(o.Backends), m)
+	case behavior.Reject:
+		return "REJECT: " + o.Reason
+	case behavior.Drop:
+		return "DROP: " + o.Reason
+	}
+	return "not handled by any service rule"
+}
+
+func sameBackends(a, b behavior.Outcome) bool {
+	if a.Verdict != b.Verdict || len(a.Backends) != len(b.Backends) {
+		return false
+	}
+	for i := range a.Backends {
+		if a.Backends[i].Endpoint != b.Backends[i].Endpoint || a.Backends[i].Probability != b.Backends[i].Probability {
+			return false
+		}
+	}
+	return true
+}
+
+// RenderTrace writes a trace report as text.
+func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
+	fmt.Fprintf(w, "Packet %s on node %s: %d branch(es)\n", r.Packet, r.Node, len(r.Branches))
+	for i, b := range r.Branches {
+		fmt.Fprintf(w, "\n[%d] p=%s  %s", i+1, behavior.FormatProbability(b.Probability), strings.ToUpper(b.Verdict))
+		if b.DNAT != "" {
+			fmt.Fprintf(w, " -> %s", b.DNAT)
+		}
+		if b.Pod != "" {
+			fmt.Fprintf(w, " (pod %s)", b.Pod)
+		}
+		if b.Service != "" {
+			fmt.Fprintf(w, "  service %s", b.Service)
+		}
+		if b.Masquerade {
+			fmt.Fprint(w, ", masqueraded")
+		}
+		if b.AffinitySeconds > 0 {
+			fmt.Fprintf(w, ", client pinned for %ds (ClientIP affinity)", b.AffinitySeconds)
+		}
+		if b.Reason != "" && b.Verdict != "forward" {
+			fmt.Fprintf(w, "\n    reason: %s", b.Reason)
+		}
+		fmt.Fprintln(w)
+		for _, h := range b.Hops {
+			if h.Line > 0 {
+				p := ""
+				if h.Probability > 0 {
+					p = fmt.Sprintf(" [p=%s]", behavior.FormatProbability(h.Probability))
+				}
+				fmt.Fprintf(w, "    %-6s line %-5d %s%s\n", h.Table, h.Line, h.Rule, p)
+			} else if wide {
+				fmt.Fprintf(w, "    %-6s %s: %s\n", h.Table, h.Chain, h.Rule)
+			}
+		}
+		for _, n := range b.Notes {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}

@@ -1,0 +1,92 @@
+// Package trace holds the reports svctrace prints: the path of a packet
+// through a node's rules (trace), the paths of every frontend of a Service
+// with the API-side causes of trouble (explain), and their rendering.
+package trace
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
+)
+
+// GroupVersion of svctrace's report objects.
+const GroupVersion = "svctrace.dev/v1alpha1"
+
+// ExplainReport is the path of every frontend of a Service on a node.
+type ExplainReport struct {
+	metav1.TypeMeta `json:",inline"`
+	Service         string `json:"service"`
+	Node            string `json:"node"`
+	// Mode is the data plane read (iptables).
+	Mode string `json:"mode,omitempty"`
+	// Skipped explains a Service that gets no node rules (headless,
+	// ExternalName).
+	Skipped   string              `json:"skipped,omitempty"`
+	Frontends []behavior.Frontend `json:"frontends,omitempty"`
+	// Pods names the Pod behind each endpoint ("ip:port" -> ns/name).
+	Pods     map[string]string  `json:"pods,omitempty"`
+	Causes   []model.Cause      `json:"causes,omitempty"`
+	Findings []behavior.Finding `json:"findings,omitempty"`
+	Notes    []string           `json:"notes,omitempty"`
+}
+
+// TraceReport is every way one packet can go through a node's rules.
+type TraceReport struct {
+	metav1.TypeMeta `json:",inline"`
+	Node            string   `json:"node"`
+	Packet          string   `json:"packet"`
+	Branches        []Branch `json:"branches"`
+	Notes           []string `json:"notes,omitempty"`
+}
+
+// Branch is one path with its probability.
+type Branch struct {
+	Probability float64 `json:"probability"`
+	// Verdict: forward (DNAT), accept (untouched), reject, drop, redirect.
+	Verdict    string `json:"verdict"`
+	Reason     string `json:"reason,omitempty"`
+	DNAT       string `json:"dnat,omitempty"`
+	Masquerade bool   `json:"masquerade"`
+	Service    string `json:"service,omitempty"`
+	Pod        string `json:"pod,omitempty"`
+	// Affinity: the client is pinned to this backend for this many
+	// seconds.
+	AffinitySeconds int32    `json:"affinitySeconds,omitempty"`
+	Hops            []Hop    `json:"hops"`
+	Notes           []string `json:"notes,omitempty"`
+}
+
+// Hop is one rule on a path.
+type Hop struct {
+	Table       string  `json:"table"`
+	Chain       string  `json:"chain"`
+	Line        int     `json:"line,omitempty"`
+	Rule        string  `json:"rule"`
+	Probability float64 `json:"probability,omitempty"`
+}
+
+// DeepCopyObject implements runtime.Object for the printers.
+func (r *ExplainReport) DeepCopyObject() runtime.Object { return deepCopy(r, &ExplainReport{}) }
+
+// DeepCopyObject implements runtime.Object for the printers.
+func (r *TraceReport) DeepCopyObject() runtime.Object { return deepCopy(r, &TraceReport{}) }
+
+func deepCopy[T runtime.Object](in T, out T) runtime.Object {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return in // report types hold only plain data; this cannot happen
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return in
+	}
+	return out
+}
+
+// NewTypeMeta returns the TypeMeta of a report kind.
+func NewTypeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: GroupVersion, Kind: kind}
+}
