@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/inspect"
@@ -76,9 +77,45 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 	} else {
 		a.Notes = append(a.Notes, "no API objects in the snapshot: behaviour is read from the rules alone, and only text-level checks run")
 	}
-	a.Findings = append(a.Findings, iptables.TextChecks(a.Rules, node, a.Config.Mode)...)
+	a.Findings = foldOrphans(append(a.Findings, iptables.TextChecks(a.Rules, node, a.Config.Mode)...))
 	a.Findings = behavior.Merge(a.Findings)
 	return a, nil
+}
+
+// foldOrphans attaches an orphaned endpoint chain to the MissingEndpoint
+// finding it explains (the jump to it was lost), instead of reporting the
+// one fault twice.
+func foldOrphans(fs []behavior.Finding) []behavior.Finding {
+	var out []behavior.Finding
+	missing := map[string]int{}
+	for i, f := range fs {
+		if f.Type == behavior.MissingEndpoint {
+			missing[f.Service+" "+f.Expected] = i
+		}
+	}
+	folded := map[int]bool{}
+	for i, f := range fs {
+		if f.Type != behavior.OrphanChain {
+			continue
+		}
+		for _, r := range f.Rules {
+			_, ep, ok := strings.Cut(r, "--to-destination ")
+			if !ok {
+				continue
+			}
+			ep, _, _ = strings.Cut(ep, " ")
+			if j, ok := missing[f.Service+" "+ep]; ok {
+				fs[j].Rules = append(fs[j].Rules, "orphaned: "+f.Observed)
+				folded[i] = true
+			}
+		}
+	}
+	for i, f := range fs {
+		if !folded[i] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (a *NodeAnalysis) inferConfig() {
@@ -205,4 +242,17 @@ func nodeNames(s *inspect.Snapshot) string {
 		names = append(names, n.Name)
 	}
 	return fmt.Sprint(names)
+}
+
+// ValidateDumps parses every dump of a snapshot, so that a damaged capture
+// is refused when it is imported, with the line of the fault.
+func ValidateDumps(s *inspect.Snapshot) error {
+	for i := range s.Nodes {
+		for _, fam := range []string{"IPv4", "IPv6"} {
+			if _, err := parseDumps(&s.Nodes[i], fam); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -87,12 +87,14 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 			if p := pods[b.Endpoint]; p != "" {
 				line += "  pod " + p
 			}
-			if b.HairpinMasquerade && c == behavior.FromPod {
+			if wide && b.HairpinMasquerade && c == behavior.FromPod {
 				line += "  (hairpin masquerade)"
 			}
 			fmt.Fprintln(w, line)
 			for _, rule := range b.Rules {
-				fmt.Fprintf(w, "          %s\n", rule)
+				if wide || serviceRule(rule) {
+					fmt.Fprintf(w, "          %s\n", rule)
+				}
 			}
 		}
 		oc := o
@@ -170,4 +172,19 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+}
+
+// serviceRule keeps, for the short output, the rules that belong to the
+// Service: not the fixed jumps from the built-in chains, the filter
+// passes, or the masquerade plumbing every path shares.
+func serviceRule(rule string) bool {
+	if strings.HasPrefix(rule, "filter: ") {
+		return false
+	}
+	for _, c := range []string{"PREROUTING", "OUTPUT", "POSTROUTING", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"} {
+		if strings.Contains(rule, "-A "+c+" ") {
+			return false
+		}
+	}
+	return true
 }

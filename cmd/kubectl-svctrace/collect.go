@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/reconcile"
+)
+
+type collectOptions struct {
+	*commonOptions
+	outFile       string
+	objectsFile   string
+	iptablesSave  []string
+	ip6tablesSave []string
+	table         string
+	mode          string
+	addresses     []string
+}
+
+func newCollectCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &collectOptions{commonOptions: newCommonOptions(streams)}
+	cmd := &cobra.Command{
+		Use:   "collect --node N -f FILE",
+		Short: "Write a Snapshot: live, or imported from captured files",
+		Long: `Write a Snapshot file that every other command reads with --snapshot, for
+offline work or to attach to a bug report.
+
+Live (on the node): the API objects from the kubeconfig plus the kernel state
+of this network namespace (--local). Import: --objects (the output of
+"kubectl get nodes,services,endpointslices,pods -A -o yaml") and the dumps
+captured on the node (--iptables-save, from iptables-save or iptables -S).
+Without --objects a bare dump is imported: Services are then named from rule
+comments and chain hashes.`,
+		Example: `  # Import captured files
+  kubectl svctrace collect --node node1 --objects objects.yaml --iptables-save node1.iptables-save.txt -f snap.yaml
+
+  # A bare dump pasted from a ticket (iptables -S lines, table inferred)
+  kubectl svctrace collect --node node1 --iptables-save rules.txt -f snap.yaml
+
+  # Live, on the node
+  kubectl svctrace collect --local --node "$(hostname)" -f snap.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd)
+		},
+	}
+	o.addFlags(cmd, true)
+	cmd.Flags().StringVarP(&o.outFile, "filename", "f", "", "Write the snapshot here (.yaml or .json; - for stdout)")
+	cmd.Flags().StringVar(&o.objectsFile, "objects", "", "Import: API objects (a v1 List or YAML stream of Nodes, Services, EndpointSlices, Pods)")
+	cmd.Flags().StringSliceVar(&o.iptablesSave, "iptables-save", nil, "Import: iptables-save output (or iptables -S lines) of the node")
+	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
+	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
+	cmd.Flags().StringVar(&o.mode, "proxy-mode", "", "Import: kube-proxy's mode, if known")
+	cmd.Flags().StringSliceVar(&o.addresses, "node-ip", nil, "Import: the node's addresses, when --objects has no Node object for it")
+	return cmd
+}
+
+func (o *collectOptions) importing() bool {
+	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0 || o.objectsFile != ""
+}
+
+func (o *collectOptions) validate() error {
+	if o.outFile == "" {
+		return fmt.Errorf("-f FILE is required (use - for stdout)")
+	}
+	if o.node == "" {
+		return fmt.Errorf("--node is required")
+	}
+	if o.importing() {
+		if o.local || o.snapshotFile != "" {
+			return fmt.Errorf("import flags (--objects, --iptables-save) exclude --local and --snapshot")
+		}
+		if len(o.iptablesSave) == 0 && len(o.ip6tablesSave) == 0 {
+			return fmt.Errorf("importing needs at least one dump: --iptables-save FILE")
+		}
+		return nil
+	}
+	if !o.local {
+		return fmt.Errorf("give import files (--objects, --iptables-save) or --local to read this node")
+	}
+	return o.commonOptions.validate()
+}
+
+func (o *collectOptions) run(cmd *cobra.Command) error {
+	var s *inspect.Snapshot
+	if o.importing() {
+		var c *inspect.Cluster
+		var notes []string
+		if o.objectsFile != "" {
+			data, err := os.ReadFile(o.objectsFile)
+			if err != nil {
+				return fmt.Errorf("reading objects: %w", err)
+			}
+			if c, notes, err = model.DecodeObjects(data); err != nil {
+				return fmt.Errorf("objects file %s: %w", o.objectsFile, err)
+			}
+		}
+		pc := inspect.ProxyConfig{Mode: o.mode, ClusterCIDRs: o.clusterCIDR}
+		if o.mode != "" || len(o.clusterCIDR) > 0 {
+			pc.Source = "flags"
+		}
+		var err error
+		s, err = inspect.Import(inspect.ImportOptions{
+			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave,
+			Table: o.table, KubeProxy: pc, Addresses: o.addresses, Now: time.Now(), Generator: "svctrace " + version,
+		})
+		if err != nil {
+			return err
+		}
+		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
+	} else {
+		var err error
+		if s, err = o.snapshot(cmd.Context()); err != nil {
+			return err
+		}
+	}
+	if err := reconcile.ValidateDumps(s); err != nil {
+		return err
+	}
+	if o.outFile == "-" {
+		data, err := inspect.Encode(s, "")
+		if err != nil {
+			return err
+		}
+		_, err = o.Out.Write(data)
+		return err
+	}
+	if err := inspect.Save(s, o.outFile); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "wrote snapshot of node %s to %s\n", o.node, o.outFile)
+	return nil
+}

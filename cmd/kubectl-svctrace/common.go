@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/svctrace/svctrace/inspect"
+)
+
+// commonOptions are the flags every node-reading command shares.
+type commonOptions struct {
+	genericiooptions.IOStreams
+	configFlags   *genericclioptions.ConfigFlags
+	allNamespaces bool
+	output        string
+	snapshotFile  string
+	local         bool
+	node          string
+	family        string
+	clusterCIDR   []string
+
+	namespace string
+}
+
+func newCommonOptions(streams genericiooptions.IOStreams) *commonOptions {
+	return &commonOptions{IOStreams: streams, configFlags: genericclioptions.NewConfigFlags(true), output: "text", family: "IPv4"}
+}
+
+func (o *commonOptions) addFlags(cmd *cobra.Command, withNode bool) {
+	o.configFlags.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Look at Services in every namespace")
+	cmd.Flags().StringVarP(&o.output, "output", "o", o.output, "Output format: text, wide, json or yaml")
+	cmd.Flags().StringVar(&o.snapshotFile, "snapshot", "", "Read everything from this Snapshot file instead of the cluster")
+	cmd.Flags().BoolVar(&o.local, "local", false, "Read the kernel state of the network namespace svctrace runs in (run it on the node)")
+	cmd.Flags().StringVar(&o.family, "family", o.family, "IP family to read: IPv4 or IPv6")
+	cmd.Flags().StringSliceVar(&o.clusterCIDR, "cluster-cidr", nil, "kube-proxy's --cluster-cidr, when it can be read neither from the cluster nor from the rules")
+	if withNode {
+		cmd.Flags().StringVar(&o.node, "node", "", "Node to look at (default: the only node in the snapshot)")
+	}
+}
+
+func (o *commonOptions) complete() error {
+	ns, _, err := o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil || ns == "" {
+		ns = "default"
+	}
+	o.namespace = ns
+	if o.configFlags.Namespace != nil && *o.configFlags.Namespace != "" {
+		o.namespace = *o.configFlags.Namespace
+	}
+	return nil
+}
+
+func (o *commonOptions) validate() error {
+	switch o.output {
+	case "text", "wide", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q: want text, wide, json or yaml", o.output)
+	}
+	if o.family != "IPv4" && o.family != "IPv6" {
+		return fmt.Errorf("--family %q: want IPv4 or IPv6", o.family)
+	}
+	if o.snapshotFile != "" && o.local {
+		return fmt.Errorf("--snapshot and --local exclude each other")
+	}
+	if o.snapshotFile == "" && !o.local {
+		return fmt.Errorf("no node state: give --snapshot FILE, or run on the node with --local")
+	}
+	if o.local && o.node == "" {
+		return fmt.Errorf("--local needs --node NAME: the node this network namespace is")
+	}
+	return nil
+}
+
+// snapshot returns the snapshot to work on: from the file, or live (API
+// objects from the kubeconfig, kernel state of this network namespace).
+func (o *commonOptions) snapshot(ctx context.Context) (*inspect.Snapshot, error) {
+	var s *inspect.Snapshot
+	if o.snapshotFile != "" {
+		var err error
+		if s, err = inspect.Load(o.snapshotFile); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if s, err = o.liveSnapshot(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.clusterCIDR) > 0 {
+		for i := range s.Nodes {
+			s.Nodes[i].KubeProxy.ClusterCIDRs = o.clusterCIDR
+			s.Nodes[i].KubeProxy.Source = "flags"
+		}
+	}
+	return s, nil
+}
+
+// pickNode defaults --node to the snapshot's only node.
+func (o *commonOptions) pickNode(s *inspect.Snapshot) error {
+	if o.node != "" {
+		return nil
+	}
+	if len(s.Nodes) != 1 {
+		var names []string
+		for _, n := range s.Nodes {
+			names = append(names, n.Name)
+		}
+		return fmt.Errorf("the snapshot holds %d nodes %v: choose one with --node", len(s.Nodes), names)
+	}
+	o.node = s.Nodes[0].Name
+	return nil
+}
+
+func (o *commonOptions) liveSnapshot(ctx context.Context) (*inspect.Snapshot, error) {
+	s := &inspect.Snapshot{APIVersion: inspect.APIVersion, Kind: inspect.Kind,
+		Metadata: inspect.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + version}}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating API client: %w", err)
+	}
+	// kube-proxy programs every Service of the cluster, so the model needs
+	// them all whatever namespace the command looks at.
+	c, notes, err := inspect.CollectAPI(ctx, cs, "")
+	if err != nil {
+		return nil, err
+	}
+	s.Cluster = c
+	s.Metadata.Notes = append(s.Metadata.Notes, notes...)
+	pc, note, err := inspect.ProxyConfigFromAPI(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		s.Metadata.Notes = append(s.Metadata.Notes, note)
+	}
+	node, lnotes, err := inspect.CollectLocal(ctx, o.node)
+	if err != nil {
+		return nil, err
+	}
+	node.KubeProxy = pc
+	s.Metadata.Notes = append(s.Metadata.Notes, lnotes...)
+	s.Nodes = append(s.Nodes, node)
+	return s, nil
+}
+
+// print writes a report object: json and yaml through cli-runtime's
+// printers, text and wide through the given renderer.
+func (o *commonOptions) print(obj runtime.Object, text func(wide bool)) error {
+	switch o.output {
+	case "json":
+		return (&printers.JSONPrinter{}).PrintObj(obj, o.Out)
+	case "yaml":
+		return (&printers.YAMLPrinter{}).PrintObj(obj, o.Out)
+	}
+	text(o.output == "wide")
+	return nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/trace"
+)
+
+type driftOptions struct {
+	*commonOptions
+	allNodes bool
+	ref      *trace.ServiceRef
+}
+
+func newDriftCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &driftOptions{commonOptions: newCommonOptions(streams)}
+	cmd := &cobra.Command{
+		Use:   "drift [[NAMESPACE/]NAME]",
+		Short: "Compare what kube-proxy should have programmed with what the kernel holds",
+		Long: `Compare, per Service frontend and source class, what kube-proxy should have
+programmed on a node (from the API objects) with what the node's rules do,
+and list the differences as typed findings (MissingFrontend, StaleFrontend,
+MissingEndpoint, StaleEndpoint, WeightMismatch, AffinityMismatch,
+FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch,
+NoEndpointsRuleMismatch), plus text-level checks: OrphanChain, LeftoverRules
+(userspace proxier, IPVS mode) and BackendSplitBrain (KUBE chains in both
+iptables-legacy and iptables-nft). The comparison is on behaviour, never on
+rule text, so another kube-proxy release's layout raises nothing.
+
+Exit codes: 0 no drift, 1 drift found, 2 error.`,
+		Example: `  kubectl svctrace drift --snapshot snapshot.yaml --all-nodes
+  kubectl svctrace drift default/nginx --snapshot snapshot.yaml --node node1 -o yaml
+  kubectl svctrace drift --local --node "$(hostname)"`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(args); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd)
+		},
+	}
+	o.addFlags(cmd, true)
+	cmd.Flags().BoolVar(&o.allNodes, "all-nodes", false, "Check every node in the snapshot")
+	return cmd
+}
+
+func (o *driftOptions) complete(args []string) error {
+	if err := o.commonOptions.complete(); err != nil {
+		return err
+	}
+	if len(args) == 1 {
+		ref, err := trace.ParseServiceRef(args[0], o.namespace)
+		if err != nil {
+			return err
+		}
+		o.ref = &ref
+	}
+	return nil
+}
+
+func (o *driftOptions) validate() error {
+	if o.allNodes && o.node != "" {
+		return errors.New("--all-nodes and --node exclude each other")
+	}
+	if o.allNodes && o.local {
+		return errors.New("--all-nodes needs a snapshot: --local reads one node")
+	}
+	return o.commonOptions.validate()
+}
+
+func (o *driftOptions) run(cmd *cobra.Command) error {
+	s, err := o.snapshot(cmd.Context())
+	if err != nil {
+		return err
+	}
+	var nodes []string
+	if o.allNodes {
+		for _, n := range s.Nodes {
+			nodes = append(nodes, n.Name)
+		}
+	} else {
+		if err := o.pickNode(s); err != nil {
+			return err
+		}
+		nodes = []string{o.node}
+	}
+	r := reconcile.NewDriftReport()
+	r.Notes = append(r.Notes, s.Metadata.Notes...)
+	for _, n := range nodes {
+		a, err := reconcile.Analyze(s, n, o.family)
+		if err != nil {
+			return err
+		}
+		var fs []behavior.Finding
+		for _, f := range a.Findings {
+			if o.ref == nil || serviceMatches(f.Service, *o.ref) {
+				fs = append(fs, f)
+			}
+		}
+		r.Findings = append(r.Findings, fs...)
+		r.Nodes = append(r.Nodes, reconcile.NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: len(a.Observed.Frontends),
+			Findings: len(fs), Inferred: a.Config.Inferred})
+		if a.Expected == nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("node %s: no API objects, only text-level checks ran", n))
+		}
+	}
+	if err := o.print(r, func(wide bool) { reconcile.RenderDrift(o.Out, r, wide) }); err != nil {
+		return err
+	}
+	if len(r.Findings) > 0 {
+		return &exitCodeError{code: exitDrift}
+	}
+	return nil
+}
+
+func serviceMatches(spn string, ref trace.ServiceRef) bool {
+	base := ref.Namespace + "/" + ref.Name
+	if ref.Port != "" {
+		return spn == base+":"+ref.Port
+	}
+	return spn == base || len(spn) > len(base) && spn[:len(base)+1] == base+":"
+}

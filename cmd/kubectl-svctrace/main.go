@@ -1,0 +1,51 @@
+// Command kubectl-svctrace explains what a node's kernel does with packets
+// sent to a Kubernetes Service, and whether that is what kube-proxy should
+// have programmed. Installed on PATH it runs as "kubectl svctrace".
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+)
+
+// Exit codes, part of the command contract.
+const (
+	exitOK    = 0
+	exitDrift = 1
+	exitError = 2
+)
+
+// exitCodeError carries a specific exit code out of a command.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func main() {
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	root := newRootCommand(streams)
+	err := root.Execute()
+	if err == nil {
+		os.Exit(exitOK)
+	}
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		if ec.err != nil {
+			fmt.Fprintln(os.Stderr, "error:", ec.err)
+		}
+		os.Exit(ec.code)
+	}
+	fmt.Fprintln(os.Stderr, "error:", err)
+	os.Exit(exitError)
+}

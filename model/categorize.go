@@ -1,0 +1,123 @@
+package model
+
+import "slices"
+
+// categorized is the result of categorize.
+type categorized struct {
+	cluster, local []Endpoint
+	hasAny         bool
+	topologyMode   string
+}
+
+// categorize picks the endpoints a service port uses on a node, as
+// kube-proxy's CategorizeEndpoints does:
+//
+//   - Cluster policy (if used): Ready endpoints available for the topology
+//     mode chosen from hints; if none, serving-terminating endpoints
+//     anywhere (no topology filter).
+//   - Local policy (if used): local Ready endpoints; if none, local
+//     serving-terminating ones.
+//   - hasAny: a usable endpoint exists anywhere.
+//
+// Non-serving terminating endpoints are never used.
+func categorize(eps []Endpoint, usesCluster, usesLocal bool, node, zone string) categorized {
+	var r categorized
+	if len(eps) == 0 {
+		return r
+	}
+	if usesCluster {
+		r.topologyMode = topologyModeFromHints(eps, node, zone)
+		r.cluster = filterEndpoints(eps, func(ep Endpoint) bool {
+			return ep.Ready && availableForTopology(ep, r.topologyMode, node, zone)
+		})
+		if len(r.cluster) == 0 {
+			r.cluster = filterEndpoints(eps, servingTerminating)
+		}
+		r.hasAny = len(r.cluster) > 0
+	}
+	if !usesLocal {
+		return r
+	}
+	var localReady, localST bool
+	for _, ep := range eps {
+		switch {
+		case ep.Ready:
+			r.hasAny = true
+			localReady = localReady || ep.Local
+		case servingTerminating(ep):
+			r.hasAny = true
+			localST = localST || ep.Local
+		}
+	}
+	switch {
+	case localReady:
+		r.local = filterEndpoints(eps, func(ep Endpoint) bool { return ep.Local && ep.Ready })
+	case localST:
+		r.local = filterEndpoints(eps, func(ep Endpoint) bool { return ep.Local && servingTerminating(ep) })
+	}
+	return r
+}
+
+// servingTerminating: the fallback class of endpoints.
+func servingTerminating(ep Endpoint) bool {
+	return ep.Serving && ep.Terminating
+}
+
+// topologyModeFromHints decides from the hints of Ready endpoints:
+// PreferSameNode if every one has node hints and one names this node
+// (PreferSameTrafficDistribution is GA and locked on since v1.35), else
+// PreferSameZone if every one has zone hints and one names this node's
+// zone, else no topology.
+func topologyModeFromHints(eps []Endpoint, node, zone string) string {
+	hasReady := false
+	allNode, forNode := true, false
+	allZone, forZone := true, false
+	for _, ep := range eps {
+		if !ep.Ready {
+			continue
+		}
+		hasReady = true
+		if len(ep.HintNodes) == 0 {
+			allNode = false
+		} else if slices.Contains(ep.HintNodes, node) {
+			forNode = true
+		}
+		if len(ep.HintZones) == 0 {
+			allZone = false
+		} else if slices.Contains(ep.HintZones, zone) {
+			forZone = true
+		}
+	}
+	switch {
+	case !hasReady:
+		return TopologyNone
+	case allNode && forNode:
+		return TopologyPreferSameNode
+	case allZone && forZone:
+		return TopologyPreferSameZone
+	}
+	return TopologyNone
+}
+
+// availableForTopology: may this endpoint be used under that mode.
+func availableForTopology(ep Endpoint, mode, node, zone string) bool {
+	switch mode {
+	case TopologyNone:
+		return true
+	case TopologyPreferSameNode:
+		return slices.Contains(ep.HintNodes, node)
+	case TopologyPreferSameZone:
+		return slices.Contains(ep.HintZones, zone)
+	}
+	return false
+}
+
+func filterEndpoints(eps []Endpoint, keep func(Endpoint) bool) []Endpoint {
+	var out []Endpoint
+	for _, ep := range eps {
+		if keep(ep) {
+			out = append(out, ep)
+		}
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v2"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/svctrace/svctrace/inspect"
+)
+
+// objectHeader is what is read of a document before decoding it typed.
+type objectHeader struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Items      []json.RawMessage `json:"items"`
+	Metadata   struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"metadata"`
+}
+
+// wantAPIVersion is the apiVersion accepted for a kind svctrace reads;
+// known is false for other kinds.
+func wantAPIVersion(kind string) (version string, known bool) {
+	switch kind {
+	case "Node", "Service", "Pod":
+		return "v1", true
+	case "EndpointSlice":
+		return discoveryv1.SchemeGroupVersion.String(), true
+	}
+	return "", false
+}
+
+// decoder accumulates the objects of one DecodeObjects call.
+type decoder struct {
+	c       inspect.Cluster
+	ignored map[string]int
+	order   []string
+}
+
+// DecodeObjects reads Node, Service, EndpointSlice and Pod objects from a
+// v1 List (as `kubectl get -o yaml` prints), typed lists (PodList, ...),
+// or a multi-document YAML (or JSON) stream of objects. Other kinds are
+// ignored and reported in the returned notes. PodsListed is set when a Pod
+// or a PodList was present. Errors name the document (1-based) and, for
+// lists, the item (0-based), with the object's kind.
+func DecodeObjects(data []byte) (*inspect.Cluster, []string, error) {
+	d := &decoder{ignored: map[string]int{}}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for doc := 1; ; doc++ {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if v == nil {
+			continue
+		}
+		jv, err := jsonValue(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		js, err := json.Marshal(jv)
+		if err != nil {
+			return nil, nil, fmt.Errorf("document %d: convert to JSON: %w", doc, err)
+		}
+		if err := d.object(js, fmt.Sprintf("document %d", doc), "", 0); err != nil {
+			return nil, nil, err
+		}
+	}
+	notes := make([]string, 0, len(d.order))
+	for _, what := range d.order {
+		notes = append(notes, fmt.Sprintf("ignored %d %s object(s)", d.ignored[what], what))
+	}
+	return &d.c, notes, nil
+}
+
+// jsonValue turns a decoded YAML value into one encoding/json accepts:
+// mapping keys become strings.
+func jsonValue(v any) (any, error) {
+	switch t := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, val := range t {
+			ks, ok := k.(string)
+			if !ok {
+				ks = fmt.Sprint(k)
+			}
+			jv, err := jsonValue(val)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", ks, err)
+			}
+			m[ks] = jv
+		}
+		return m, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, val := range t {
+			jv, err := jsonValue(val)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			out[i] = jv
+		}
+		return out, nil
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return nil, fmt.Errorf("number %v has no JSON form", t)
+		}
+	}
+	return v, nil
+}
+
+// object decodes one object or list; defaultKind applies to list items
+// without a kind (items of a typed list such as PodList).
+func (d *decoder) object(js []byte, where, defaultKind string, depth int) error {
+	var h objectHeader
+	if err := json.Unmarshal(js, &h); err != nil {
+		return fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
+	}
+	kind := h.Kind
+	if kind == "" {
+		kind = defaultKind
+	}
+	if kind == "" {
+		return fmt.Errorf("%s: object has no kind", where)
+	}
+	if strings.HasSuffix(kind, "List") && depth == 0 {
+		if kind == "PodList" {
+			d.c.PodsListed = true
+		}
+		itemKind := strings.TrimSuffix(kind, "List")
+		for i, item := range h.Items {
+			if err := d.object(item, fmt.Sprintf("%s item %d", where, i), itemKind, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	want, known := wantAPIVersion(kind)
+	if !known {
+		d.ignore(kind)
+		return nil
+	}
+	if h.APIVersion != "" && h.APIVersion != want {
+		d.ignore(kind + " of apiVersion " + h.APIVersion)
+		return nil
+	}
+	if err := d.typed(js, kind); err != nil {
+		name := h.Metadata.Name
+		if h.Metadata.Namespace != "" {
+			name = h.Metadata.Namespace + "/" + name
+		}
+		return fmt.Errorf("%s (%s %s): %w", where, kind, name, err)
+	}
+	return nil
+}
+
+// typed decodes a known kind into the cluster.
+func (d *decoder) typed(js []byte, kind string) error {
+	switch kind {
+	case "Node":
+		var o corev1.Node
+		if err := json.Unmarshal(js, &o); err != nil {
+			return err
+		}
+		d.c.Nodes = append(d.c.Nodes, o)
+	case "Service":
+		var o corev1.Service
+		if err := json.Unmarshal(js, &o); err != nil {
+			return err
+		}
+		d.c.Services = append(d.c.Services, o)
+	case "EndpointSlice":
+		var o discoveryv1.EndpointSlice
+		if err := json.Unmarshal(js, &o); err != nil {
+			return err
+		}
+		d.c.EndpointSlices = append(d.c.EndpointSlices, o)
+	case "Pod":
+		var o corev1.Pod
+		if err := json.Unmarshal(js, &o); err != nil {
+			return err
+		}
+		d.c.Pods = append(d.c.Pods, o)
+		d.c.PodsListed = true
+	default:
+		return fmt.Errorf("unsupported kind %s", kind)
+	}
+	return nil
+}
+
+// ignore counts an ignored kind, keeping first-seen order for the notes.
+func (d *decoder) ignore(what string) {
+	if d.ignored[what] == 0 {
+		d.order = append(d.order, what)
+	}
+	d.ignored[what]++
+}

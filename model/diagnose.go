@@ -1,0 +1,265 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/svctrace/svctrace/inspect"
+)
+
+// Cause severities.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+	SeverityInfo    = "info"
+)
+
+// Cause codes (stable).
+const (
+	CodeExternalName              = "ExternalName"
+	CodeHeadless                  = "Headless"
+	CodeNoClusterIPOfFamily       = "NoClusterIPOfFamily"
+	CodeNoSelector                = "NoSelector"
+	CodePodsNotListed             = "PodsNotListed"
+	CodeSelectorMatchesNoPods     = "SelectorMatchesNoPods"
+	CodeNamedTargetPortUnresolved = "NamedTargetPortUnresolved"
+	CodePodsOlderThanService      = "PodsOlderThanService"
+	CodeNoEndpoints               = "NoEndpoints"
+	CodeNoReadyEndpoints          = "NoReadyEndpoints"
+	CodeTerminatingFallback       = "TerminatingFallback"
+	CodeNoLocalEndpoints          = "NoLocalEndpoints"
+)
+
+// Cause is one finding about a service from its API objects.
+type Cause struct {
+	// Severity is "error", "warning" or "info".
+	Severity string `json:"severity"`
+	// Code is a stable CamelCase identifier.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Objects name the objects concerned as "Kind namespace/name".
+	Objects []string `json:"objects,omitempty"`
+}
+
+// Diagnose checks a service against its pods and EndpointSlices, and
+// against the node view v (which may be nil: node checks are then
+// skipped). Causes come errors first, then warnings, then infos, each in a
+// fixed check order.
+func Diagnose(c *inspect.Cluster, svc *corev1.Service, v *NodeView) []Cause {
+	if svc == nil {
+		return nil
+	}
+	if c == nil {
+		c = &inspect.Cluster{}
+	}
+	key := svc.Namespace + "/" + svc.Name
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return []Cause{{
+			Severity: SeverityInfo, Code: CodeExternalName,
+			Message: fmt.Sprintf("%s is an ExternalName service: DNS answers with a CNAME to %q; kube-proxy programs no rules for it", key, svc.Spec.ExternalName),
+			Objects: []string{objRef("Service", svc.Namespace, svc.Name)},
+		}}
+	}
+
+	var causes []Cause
+	headless := svc.Spec.ClusterIP == corev1.ClusterIPNone
+	if headless {
+		causes = append(causes, Cause{
+			Severity: SeverityInfo, Code: CodeHeadless,
+			Message: fmt.Sprintf("%s is headless (clusterIP None): DNS returns the endpoint addresses directly; kube-proxy programs no rules for it", key),
+			Objects: []string{objRef("Service", svc.Namespace, svc.Name)},
+		})
+	} else if v != nil {
+		if reason, ok := v.SkipReason(svc.Namespace, svc.Name); ok {
+			causes = append(causes, Cause{
+				Severity: SeverityInfo, Code: CodeNoClusterIPOfFamily,
+				Message: fmt.Sprintf("%s is not programmed in the %s view of %s: %s", key, v.Family, v.Node, reason),
+				Objects: []string{objRef("Service", svc.Namespace, svc.Name)},
+			})
+		}
+	}
+
+	causes = append(causes, podCauses(c, svc)...)
+	causes = append(causes, endpointCauses(c, svc)...)
+	if v != nil && !headless {
+		causes = append(causes, nodeCauses(svc, v)...)
+	}
+
+	slices.SortStableFunc(causes, func(a, b Cause) int {
+		return cmp.Compare(severityRank(a.Severity), severityRank(b.Severity))
+	})
+	return causes
+}
+
+func severityRank(s string) int {
+	switch s {
+	case SeverityError:
+		return 0
+	case SeverityWarning:
+		return 1
+	}
+	return 2
+}
+
+func objRef(kind, namespace, name string) string {
+	return kind + " " + namespace + "/" + name
+}
+
+// serviceSlices are the EndpointSlices tied to svc, sorted by name.
+func serviceSlices(c *inspect.Cluster, svc *corev1.Service) []*discoveryv1.EndpointSlice {
+	var out []*discoveryv1.EndpointSlice
+	for i := range c.EndpointSlices {
+		es := &c.EndpointSlices[i]
+		if es.Namespace == svc.Namespace && es.Labels[discoveryv1.LabelServiceName] == svc.Name {
+			out = append(out, es)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// endpointCauses: NoSelector, NoEndpoints, NoReadyEndpoints.
+func endpointCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
+	var causes []Cause
+	key := svc.Namespace + "/" + svc.Name
+	ess := serviceSlices(c, svc)
+	refs := []string{objRef("Service", svc.Namespace, svc.Name)}
+	total, ready, terminating, servingTerminating := 0, 0, 0, 0
+	for _, es := range ess {
+		refs = append(refs, objRef("EndpointSlice", es.Namespace, es.Name))
+		for i := range es.Endpoints {
+			ep, ok := makeEndpoint(&es.Endpoints[i], 0, es.Name, "")
+			if !ok {
+				continue
+			}
+			total++
+			switch {
+			case ep.Ready:
+				ready++
+			case ep.Terminating:
+				terminating++
+				if ep.Serving {
+					servingTerminating++
+				}
+			}
+		}
+	}
+	if len(svc.Spec.Selector) == 0 {
+		causes = append(causes, Cause{
+			Severity: SeverityInfo, Code: CodeNoSelector,
+			Message: fmt.Sprintf("%s has no selector: its endpoints are managed by hand (or by another controller), not derived from pods; %d EndpointSlice(s) carry its %s label", key, len(ess), discoveryv1.LabelServiceName),
+			Objects: refs,
+		})
+	}
+	switch {
+	case total == 0:
+		effect := "kube-proxy rejects connections to it (no endpoints)"
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			effect = "DNS returns no addresses for it"
+		}
+		causes = append(causes, Cause{
+			Severity: SeverityError, Code: CodeNoEndpoints,
+			Message: fmt.Sprintf("no EndpointSlice lists any endpoint for %s (%d slice(s) found): %s", key, len(ess), effect),
+			Objects: refs,
+		})
+	case ready == 0:
+		msg := fmt.Sprintf("%s has %d endpoint(s) but none is ready: %d terminating (%d of them still serving), %d neither ready nor terminating",
+			key, total, terminating, servingTerminating, total-terminating)
+		if servingTerminating > 0 {
+			msg += "; kube-proxy falls back to the serving-terminating ones"
+		} else {
+			msg += "; kube-proxy has nothing to send traffic to and rejects connections"
+		}
+		causes = append(causes, Cause{Severity: SeverityError, Code: CodeNoReadyEndpoints, Message: msg, Objects: refs})
+	}
+	return causes
+}
+
+// nodeCauses: TerminatingFallback and NoLocalEndpoints, per service port
+// of the view.
+func nodeCauses(svc *corev1.Service, v *NodeView) []Cause {
+	var causes []Cause
+	ref := []string{objRef("Service", svc.Namespace, svc.Name)}
+	for _, p := range v.Find(svc.Namespace, svc.Name) {
+		name := p.SPN() + "/" + p.Protocol
+		if notReady(p.ClusterEndpoints) {
+			causes = append(causes, Cause{
+				Severity: SeverityWarning, Code: CodeTerminatingFallback,
+				Message: fmt.Sprintf("%s has no ready endpoint in the cluster: kube-proxy uses the serving-terminating endpoints %s", name, endpointList(p.ClusterEndpoints)),
+				Objects: ref,
+			})
+		}
+		if notReady(p.LocalEndpoints) {
+			causes = append(causes, Cause{
+				Severity: SeverityWarning, Code: CodeTerminatingFallback,
+				Message: fmt.Sprintf("%s has no ready endpoint on node %s: Local-policy traffic goes to the serving-terminating local endpoints %s", name, v.Node, endpointList(p.LocalEndpoints)),
+				Objects: ref,
+			})
+		}
+		if !p.HasAnyEndpoints || len(p.LocalEndpoints) > 0 {
+			continue
+		}
+		if p.InternalPolicyLocal {
+			causes = append(causes, Cause{
+				Severity: SeverityWarning, Code: CodeNoLocalEndpoints,
+				Message: fmt.Sprintf("%s has internalTrafficPolicy Local and node %s has no local endpoint: connections from this node to ClusterIP %s are dropped, although endpoints exist on other nodes", name, v.Node, hostPort(p.ClusterIP, p.Port)),
+				Objects: ref,
+			})
+		}
+		if p.ExternalPolicyLocal {
+			msg := fmt.Sprintf("%s has externalTrafficPolicy Local and node %s has no local endpoint: external traffic arriving at this node (%s) is dropped; connections from pods or the node itself to those addresses are short-circuited to cluster-wide endpoints", name, v.Node, externalDestinations(&p))
+			if p.HealthCheckNodePort != 0 {
+				msg += fmt.Sprintf("; the health check on node port %d reports no local endpoints, so load balancers should stop sending traffic here", p.HealthCheckNodePort)
+			}
+			causes = append(causes, Cause{Severity: SeverityWarning, Code: CodeNoLocalEndpoints, Message: msg, Objects: ref})
+		}
+	}
+	return causes
+}
+
+// notReady: a non-empty list without a ready endpoint (the fallback).
+func notReady(eps []Endpoint) bool {
+	if len(eps) == 0 {
+		return false
+	}
+	for _, ep := range eps {
+		if ep.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func endpointList(eps []Endpoint) string {
+	s := make([]string, len(eps))
+	for i, ep := range eps {
+		s[i] = ep.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// externalDestinations describes how external traffic reaches the port.
+func externalDestinations(p *ServicePort) string {
+	var parts []string
+	if p.NodePort != 0 {
+		parts = append(parts, fmt.Sprintf("NodePort %d", p.NodePort))
+	}
+	for _, ip := range p.ExternalIPs {
+		parts = append(parts, "external IP "+hostPort(ip, p.Port))
+	}
+	for _, ip := range p.LoadBalancerIPs {
+		parts = append(parts, "load-balancer IP "+hostPort(ip, p.Port))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func hostPort(ip string, port int32) string {
+	return net.JoinHostPort(ip, strconv.Itoa(int(port)))
+}

@@ -1,0 +1,126 @@
+package model
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// portKey names one service port the way kube-proxy joins services and
+// EndpointSlices: namespace, service name, port name and protocol.
+type portKey struct {
+	namespace, service, port, protocol string
+}
+
+// protocolOrTCP applies the API default protocol.
+func protocolOrTCP(p *corev1.Protocol) string {
+	if p == nil || *p == "" {
+		return string(corev1.ProtocolTCP)
+	}
+	return string(*p)
+}
+
+// endpointsByPort groups the endpoints of all slices of one family by
+// service port, the way kube-proxy's EndpointSliceCache does: slices are
+// tied to their Service by the kubernetes.io/service-name label, endpoint
+// ports are the slice's ports matched by name and protocol, only
+// addresses[0] is used, and duplicates are merged preferring a
+// non-terminating endpoint. Each list is sorted by String().
+func endpointsByPort(all []discoveryv1.EndpointSlice, family corev1.IPFamily, node string) map[portKey][]Endpoint {
+	ordered := make([]*discoveryv1.EndpointSlice, 0, len(all))
+	for i := range all {
+		if string(all[i].AddressType) == string(family) {
+			ordered = append(ordered, &all[i])
+		}
+	}
+	// Fixed order so that merging duplicates is deterministic.
+	slices.SortStableFunc(ordered, func(a, b *discoveryv1.EndpointSlice) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+
+	sets := map[portKey]map[string]Endpoint{}
+	for _, es := range ordered {
+		svcName := es.Labels[discoveryv1.LabelServiceName]
+		if svcName == "" {
+			continue
+		}
+		for _, p := range es.Ports {
+			if p.Name == nil || p.Port == nil || *p.Port == 0 {
+				continue
+			}
+			key := portKey{es.Namespace, svcName, *p.Name, protocolOrTCP(p.Protocol)}
+			set := sets[key]
+			if set == nil {
+				set = map[string]Endpoint{}
+				sets[key] = set
+			}
+			for i := range es.Endpoints {
+				ep, ok := makeEndpoint(&es.Endpoints[i], *p.Port, es.Name, node)
+				if !ok {
+					continue
+				}
+				s := ep.String()
+				if _, exists := set[s]; !exists || !ep.Terminating {
+					set[s] = ep
+				}
+			}
+		}
+	}
+
+	out := make(map[portKey][]Endpoint, len(sets))
+	for key, set := range sets {
+		list := make([]Endpoint, 0, len(set))
+		for _, ep := range set {
+			list = append(list, ep)
+		}
+		sortEndpoints(list)
+		out[key] = list
+	}
+	return out
+}
+
+// makeEndpoint converts one slice endpoint for one port number.
+func makeEndpoint(e *discoveryv1.Endpoint, port int32, slice, node string) (Endpoint, bool) {
+	if len(e.Addresses) == 0 {
+		return Endpoint{}, false
+	}
+	ip := e.Addresses[0]
+	if n, _, ok := normalizeIP(ip); ok {
+		ip = n
+	}
+	ep := Endpoint{
+		IP:          ip,
+		Port:        port,
+		Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
+		Serving:     e.Conditions.Serving == nil || *e.Conditions.Serving,
+		Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
+		TargetRef:   e.TargetRef,
+		Slice:       slice,
+	}
+	if e.NodeName != nil {
+		ep.NodeName = *e.NodeName
+		ep.Local = node != "" && ep.NodeName == node
+	}
+	if e.Zone != nil {
+		ep.Zone = *e.Zone
+	}
+	if e.Hints != nil {
+		for _, z := range e.Hints.ForZones {
+			ep.HintZones = append(ep.HintZones, z.Name)
+		}
+		for _, n := range e.Hints.ForNodes {
+			ep.HintNodes = append(ep.HintNodes, n.Name)
+		}
+	}
+	return ep, true
+}
+
+// sortEndpoints sorts by the endpoint string with plain string comparison,
+// as kube-proxy does ("10.244.10.1:80" < "10.244.2.1:80").
+func sortEndpoints(eps []Endpoint) {
+	slices.SortFunc(eps, func(a, b Endpoint) int {
+		return cmp.Compare(a.String(), b.String())
+	})
+}

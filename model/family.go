@@ -1,0 +1,119 @@
+package model
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// checkFamily validates a family name ("IPv4" or "IPv6").
+func checkFamily(family string) (corev1.IPFamily, error) {
+	switch corev1.IPFamily(family) {
+	case corev1.IPv4Protocol, corev1.IPv6Protocol:
+		return corev1.IPFamily(family), nil
+	}
+	return "", fmt.Errorf("unknown IP family %q (want %s or %s)", family, corev1.IPv4Protocol, corev1.IPv6Protocol)
+}
+
+// ipFamilyOf returns the family of a parsed IP.
+func ipFamilyOf(ip net.IP) corev1.IPFamily {
+	if ip.To4() != nil {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+// normalizeIP returns the canonical text of s and its family, or ok false
+// when s is not an IP address.
+func normalizeIP(s string) (string, corev1.IPFamily, bool) {
+	ip := net.ParseIP(strings.TrimSpace(s))
+	if ip == nil {
+		return "", "", false
+	}
+	return ip.String(), ipFamilyOf(ip), true
+}
+
+// ipsOfFamily keeps the valid IPs of one family, normalised, in order.
+func ipsOfFamily(ips []string, family corev1.IPFamily) []string {
+	var out []string
+	for _, s := range ips {
+		if n, f, ok := normalizeIP(s); ok && f == family {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// clusterIPOfFamily is the service's cluster IP of that family, as
+// kube-proxy's GetClusterIPByFamily picks it ("" if none).
+func clusterIPOfFamily(svc *corev1.Service, family corev1.IPFamily) string {
+	if len(svc.Spec.IPFamilies) == 0 {
+		n, f, ok := normalizeIP(svc.Spec.ClusterIP)
+		if !ok || f != family {
+			return ""
+		}
+		return n
+	}
+	for i, f := range svc.Spec.IPFamilies {
+		if f == family && i < len(svc.Spec.ClusterIPs) {
+			if n, _, ok := normalizeIP(svc.Spec.ClusterIPs[i]); ok {
+				return n
+			}
+			return svc.Spec.ClusterIPs[i]
+		}
+	}
+	return ""
+}
+
+// sourceRangesOfFamily trims, parses and keeps the CIDRs of one family,
+// normalised; a zero-length prefix means "allow all", which kube-proxy
+// treats as no ranges at all.
+func sourceRangesOfFamily(ranges []string, family corev1.IPFamily) []string {
+	var out []string
+	for _, r := range ranges {
+		_, cidr, err := net.ParseCIDR(strings.TrimSpace(r))
+		if err != nil || ipFamilyOf(cidr.IP) != family {
+			continue
+		}
+		if ones, _ := cidr.Mask.Size(); ones == 0 {
+			return nil
+		}
+		out = append(out, cidr.String())
+	}
+	return out
+}
+
+// loadBalancerVIPs are the ingress IPs of one family, excluding ipMode
+// Proxy entries.
+func loadBalancerVIPs(svc *corev1.Service, family corev1.IPFamily) []string {
+	var out []string
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP == "" || (ing.IPMode != nil && *ing.IPMode != corev1.LoadBalancerIPModeVIP) {
+			continue
+		}
+		if n, f, ok := normalizeIP(ing.IP); ok && f == family {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// nodeIPs are the node's InternalIPs then ExternalIPs of one family.
+func nodeIPs(node *corev1.Node, family corev1.IPFamily) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
+		for _, a := range node.Status.Addresses {
+			if a.Type != t {
+				continue
+			}
+			if n, f, ok := normalizeIP(a.Address); ok && f == family && !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
