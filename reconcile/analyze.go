@@ -53,6 +53,9 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 	if legacy, nft := byBackend["legacy"], byBackend["nf_tables"]; legacy != nil && nft != nil {
 		a.Findings = append(a.Findings, iptables.SplitBrain(node, legacy, nft)...)
 	}
+	for _, n := range a.Rules.Notes {
+		a.Notes = append(a.Notes, n.String())
+	}
 	a.inferConfig()
 	if s.Cluster != nil {
 		v, err := model.BuildNodeView(s.Cluster, node, family)

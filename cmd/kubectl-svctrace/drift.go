@@ -109,6 +109,9 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 		r.Findings = append(r.Findings, fs...)
 		r.Nodes = append(r.Nodes, reconcile.NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: len(a.Observed.Frontends),
 			Findings: len(fs), Inferred: a.Config.Inferred})
+		for _, note := range a.Notes {
+			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n, note))
+		}
 		if a.Expected == nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("node %s: no API objects, only text-level checks ran", n))
 		}

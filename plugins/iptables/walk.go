@@ -230,6 +230,9 @@ func (w *Walker) runTables(s *state, hook string, tables []string, rest []string
 	}
 	c := w.rs.Chain(tables[0], hook)
 	if c == nil {
+		c = w.excerptEntry(s, tables[0], hook)
+	}
+	if c == nil {
 		w.runTables(s, hook, tables[1:], rest, out)
 		return
 	}
@@ -477,4 +480,28 @@ func joinHostPort(host, port string) string {
 		return "[" + host + "]:" + port
 	}
 	return host + ":" + port
+}
+
+// excerptEntry stands in for a built-in nat chain an excerpt of rules does
+// not have (iptables -S lines pasted from a ticket): the walk enters
+// kube-proxy's chain as its jump rule would, and says so.
+func (w *Walker) excerptEntry(s *state, table, hook string) *Chain {
+	if table != "nat" {
+		return nil
+	}
+	var name string
+	switch hook {
+	case "PREROUTING", "OUTPUT":
+		name = "KUBE-SERVICES"
+	case "POSTROUTING":
+		name = "KUBE-POSTROUTING"
+	default:
+		return nil
+	}
+	c := w.rs.Chain(table, name)
+	if c == nil {
+		return nil
+	}
+	s.note("the dump has no nat %s chain: entered %s as kube-proxy's jump rule would", hook, name)
+	return &Chain{Name: hook, Builtin: true, Policy: "ACCEPT", Rules: []*Rule{{Table: "nat", Chain: hook, Target: name, Raw: "(assumed) -A " + hook + " -j " + name}}}
 }
