@@ -53,6 +53,9 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 	if legacy, nft := byBackend["legacy"], byBackend["nf_tables"]; legacy != nil && nft != nil {
 		a.Findings = append(a.Findings, iptables.SplitBrain(node, legacy, nft)...)
 	}
+	if !iptables.HasKubeChains(a.Rules) && a.Config.Mode != "iptables" {
+		return nil, fmt.Errorf("node %s: its iptables dumps hold no kube-proxy chains; if kube-proxy runs there in nftables or ipvs mode, this svctrace cannot read that data plane yet (tell it the mode is iptables with --proxy-mode on import to check an empty node)", node)
+	}
 	for _, n := range a.Rules.Notes {
 		a.Notes = append(a.Notes, n.String())
 	}

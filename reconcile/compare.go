@@ -78,17 +78,28 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 	}
 	var out []behavior.Finding
 	forwardBoth := false
+	// A firewall that allows other sources explains every drop it causes:
+	// one FirewallMismatch says it, not a verdict mismatch per class.
+	rangesDiffer := ranges(e.SourceRanges) != ranges(o.SourceRanges)
+	if rangesDiffer && (len(e.SourceRanges) > 0 || len(o.SourceRanges) > 0) {
+		out = append(out, mk(behavior.FirewallMismatch, nil, ranges(e.SourceRanges), ranges(o.SourceRanges), nil,
+			fmt.Sprintf("sources allowed to %s are %s, should be %s", e.Key, ranges(o.SourceRanges), ranges(e.SourceRanges))))
+	}
 	for _, c := range behavior.SourceClasses {
 		eo, oo := e.Outcomes[c], o.Outcomes[c]
 		if oo.Verdict == "" {
 			oo.Verdict = behavior.Unhandled
 		}
 		cls := []behavior.SourceClass{c}
+		if rangesDiffer && eo.Verdict != oo.Verdict && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop) {
+			continue
+		}
 		switch {
 		case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward:
 			forwardBoth = true
-			out = append(out, compareBackends(mk, e, c, eo, oo)...)
-			if eo.Masquerade != oo.Masquerade {
+			fs, policy := compareBackends(mk, e, c, eo, oo)
+			out = append(out, fs...)
+			if !policy && eo.Masquerade != oo.Masquerade {
 				out = append(out, mk(behavior.MasqueradeMismatch, cls, masq(eo.Masquerade), masq(oo.Masquerade), oo.Rules,
 					fmt.Sprintf("connections from a %s source to %s are %s, should be %s", c, e.Key, masq(oo.Masquerade), masq(eo.Masquerade))))
 			}
@@ -105,14 +116,11 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 				fmt.Sprintf("a %s source to %s should get %s, gets %s", c, e.Key, describe(eo), describe(oo))))
 		}
 	}
+	out = policyExplainsMasquerade(out)
 	if forwardBoth {
 		if a, b := affinity(e.Affinity), affinity(o.Affinity); a != b {
 			out = append(out, mk(behavior.AffinityMismatch, nil, a, b, nil,
 				fmt.Sprintf("session affinity of %s is %s, should be %s", e.Key, b, a)))
-		}
-		if a, b := ranges(e.SourceRanges), ranges(o.SourceRanges); a != b {
-			out = append(out, mk(behavior.FirewallMismatch, nil, a, b, nil,
-				fmt.Sprintf("sources allowed to %s are %s, should be %s", e.Key, b, a)))
 		}
 	}
 	return out
@@ -120,12 +128,19 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 
 type mkFunc func(string, []behavior.SourceClass, string, string, []string, string) behavior.Finding
 
-func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo, oo behavior.Outcome) []behavior.Finding {
+// compareBackends compares where one class's connections go; policy is
+// true when the difference is a traffic-policy one (which also explains a
+// masquerade difference).
+func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo, oo behavior.Outcome) (fs []behavior.Finding, policy bool) {
 	cls := []behavior.SourceClass{c}
 	em, om := backendMap(eo), backendMap(oo)
 	if e.LocalOnly && c == behavior.FromExternal && !sameSet(em, om) {
 		return []behavior.Finding{mk(behavior.LocalPolicyMismatch, cls, backendList(eo), backendList(oo), nil,
-			fmt.Sprintf("traffic policy Local: external connections to %s should reach only this node's endpoints %s, reach %s", e.Key, backendList(eo), backendList(oo)))}
+			fmt.Sprintf("traffic policy Local: external connections to %s should reach only this node's endpoints %s, reach %s", e.Key, backendList(eo), backendList(oo)))}, true
+	}
+	if !e.LocalOnly && c == behavior.FromExternal && eo.Masquerade && !oo.Masquerade && subset(om, em) && !sameSet(em, om) {
+		return []behavior.Finding{mk(behavior.LocalPolicyMismatch, cls, "Cluster: "+backendList(eo), "Local: "+backendList(oo), nil,
+			fmt.Sprintf("external connections to %s are kept on this node's endpoints without masquerade, as under traffic policy Local; the policy is Cluster", e.Key))}, true
 	}
 	var out []behavior.Finding
 	for _, b := range eo.Backends {
@@ -141,7 +156,7 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 		}
 	}
 	if len(out) > 0 {
-		return out
+		return out, false
 	}
 	for _, b := range eo.Backends {
 		ob := om[b.Endpoint]
@@ -157,7 +172,7 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 				fmt.Sprintf("a pod reaching itself (%s) through %s is not masqueraded, so its replies bypass the NAT", b.Endpoint, e.Key)))
 		}
 	}
-	return out
+	return out, false
 }
 
 func backendMap(o behavior.Outcome) map[string]behavior.Backend {
@@ -166,6 +181,15 @@ func backendMap(o behavior.Outcome) map[string]behavior.Backend {
 		m[b.Endpoint] = b
 	}
 	return m
+}
+
+func subset(a, b map[string]behavior.Backend) bool {
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func sameSet(a, b map[string]behavior.Backend) bool {
@@ -227,4 +251,26 @@ func ranges(r []string) string {
 	s := append([]string(nil), r...)
 	sort.Strings(s)
 	return strings.Join(s, ",")
+}
+
+// policyExplainsMasquerade drops the masquerade differences of a frontend
+// whose traffic policy differs: the policy decides masquerading too (ETP
+// Local keeps client addresses, and short-circuits pod traffic).
+func policyExplainsMasquerade(fs []behavior.Finding) []behavior.Finding {
+	policy := false
+	for _, f := range fs {
+		if f.Type == behavior.LocalPolicyMismatch {
+			policy = true
+		}
+	}
+	if !policy {
+		return fs
+	}
+	var out []behavior.Finding
+	for _, f := range fs {
+		if f.Type != behavior.MasqueradeMismatch {
+			out = append(out, f)
+		}
+	}
+	return out
 }

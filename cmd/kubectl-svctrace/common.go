@@ -26,6 +26,7 @@ type commonOptions struct {
 	node          string
 	family        string
 	clusterCIDR   []string
+	proxyMetrics  string
 
 	namespace string
 }
@@ -42,6 +43,7 @@ func (o *commonOptions) addFlags(cmd *cobra.Command, withNode bool) {
 	cmd.Flags().BoolVar(&o.local, "local", false, "Read the kernel state of the network namespace svctrace runs in (run it on the node)")
 	cmd.Flags().StringVar(&o.family, "family", o.family, "IP family to read: IPv4 or IPv6")
 	cmd.Flags().StringSliceVar(&o.clusterCIDR, "cluster-cidr", nil, "kube-proxy's --cluster-cidr, when it can be read neither from the cluster nor from the rules")
+	cmd.Flags().StringVar(&o.proxyMetrics, "kube-proxy-metrics-address", inspect.DefaultKubeProxyMetricsAddress, "With --local: where the node's kube-proxy serves /configz")
 	if withNode {
 		cmd.Flags().StringVar(&o.node, "node", "", "Node to look at (default: the only node in the snapshot)")
 	}
@@ -139,12 +141,18 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*inspect.Snapshot, er
 	}
 	s.Cluster = c
 	s.Metadata.Notes = append(s.Metadata.Notes, notes...)
-	pc, note, err := inspect.ProxyConfigFromAPI(ctx, cs)
+	// The running kube-proxy's own /configz beats the ConfigMap, which
+	// flags on its command line may override.
+	pc, err := inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
 	if err != nil {
-		return nil, err
-	}
-	if note != "" {
-		s.Metadata.Notes = append(s.Metadata.Notes, note)
+		var note string
+		pc, note, err = inspect.ProxyConfigFromAPI(ctx, cs)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			s.Metadata.Notes = append(s.Metadata.Notes, note)
+		}
 	}
 	node, lnotes, err := inspect.CollectLocal(ctx, o.node)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -102,7 +103,7 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 		}
 		var fs []behavior.Finding
 		for _, f := range a.Findings {
-			if o.ref == nil || serviceMatches(f.Service, *o.ref) {
+			if o.wanted(f) {
 				fs = append(fs, f)
 			}
 		}
@@ -131,4 +132,17 @@ func serviceMatches(spn string, ref trace.ServiceRef) bool {
 		return spn == base+":"+ref.Port
 	}
 	return spn == base || len(spn) > len(base) && spn[:len(base)+1] == base+":"
+}
+
+// wanted scopes findings: to the Service named, else to the namespace given
+// with -n; without either (or with -A) the whole node is checked, as
+// kube-proxy programs every Service of the cluster on it.
+func (o *driftOptions) wanted(f behavior.Finding) bool {
+	if o.ref != nil {
+		return serviceMatches(f.Service, *o.ref)
+	}
+	if o.allNamespaces || o.configFlags.Namespace == nil || *o.configFlags.Namespace == "" {
+		return true
+	}
+	return f.Service != "" && strings.HasPrefix(f.Service, *o.configFlags.Namespace+"/")
 }

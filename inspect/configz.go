@@ -1,0 +1,60 @@
+package inspect
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// DefaultKubeProxyMetricsAddress is kube-proxy's default metrics server,
+// which also serves /configz.
+const DefaultKubeProxyMetricsAddress = "127.0.0.1:10249"
+
+var buildInfoRE = regexp.MustCompile(`^kubernetes_build_info\{.*git_version="([^"]+)"`)
+
+// ProxyConfigFromConfigz asks the kube-proxy on this node for its running
+// configuration (/configz) and version (kubernetes_build_info in /metrics).
+func ProxyConfigFromConfigz(ctx context.Context, addr string) (ProxyConfig, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	body, err := get(ctx, "http://"+addr+"/configz")
+	if err != nil {
+		return ProxyConfig{}, fmt.Errorf("reading kube-proxy /configz at %s: %w", addr, err)
+	}
+	pc, err := ParseKubeProxyConfiguration(body)
+	if err != nil {
+		return ProxyConfig{}, fmt.Errorf("kube-proxy /configz at %s: %w", addr, err)
+	}
+	pc.Source = "configz"
+	if metrics, err := get(ctx, "http://"+addr+"/metrics"); err == nil {
+		sc := bufio.NewScanner(strings.NewReader(string(metrics)))
+		for sc.Scan() {
+			if m := buildInfoRE.FindStringSubmatch(sc.Text()); m != nil {
+				pc.Version = m[1]
+				break
+			}
+		}
+	}
+	return pc, nil
+}
+
+func get(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+}
