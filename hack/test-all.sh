@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs the kernel tools the
+# tests drive, builds the lab's Kubernetes binaries (cached), checks
+# formatting and static analysis, and runs every test, the lab included.
+# Needs root (network namespaces, netfilter). Under CI=true no test skips.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" != 0 ]; then
+	echo "hack/test-all.sh: run as root (the lab uses network namespaces and netfilter)" >&2
+	exit 2
+fi
+
+need=()
+for tool in iptables nft conntrack ipset ip; do
+	command -v "$tool" >/dev/null 2>&1 || need+=("$tool")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	echo "== installing kernel tools (missing: ${need[*]})"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq iptables nftables conntrack ipset ipvsadm iproute2 >/dev/null
+fi
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change: $unformatted" >&2
+	exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== staticcheck"
+if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/staticcheck" ]; then
+	go install honnef.co/go/tools/cmd/staticcheck@latest
+fi
+"$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")" ./...
+
+echo "== lab binaries (kube-apiserver, kube-proxy, etcd; cached)"
+bash test/tools/build.sh
+
+echo "== go test"
+go test -count=1 -timeout 60m ./...
