@@ -2,21 +2,18 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/inspect"
-	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/reconcile"
 )
 
 type collectOptions struct {
 	*commonOptions
 	outFile       string
-	objectsFile   string
 	iptablesSave  []string
 	ip6tablesSave []string
 	table         string
@@ -59,7 +56,6 @@ comments and chain hashes.`,
 	}
 	o.addFlags(cmd, true)
 	cmd.Flags().StringVarP(&o.outFile, "filename", "f", "", "Write the snapshot here (.yaml or .json; - for stdout)")
-	cmd.Flags().StringVar(&o.objectsFile, "objects", "", "Import: API objects (a v1 List or YAML stream of Nodes, Services, EndpointSlices, Pods)")
 	cmd.Flags().StringSliceVar(&o.iptablesSave, "iptables-save", nil, "Import: iptables-save output (or iptables -S lines) of the node")
 	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
@@ -69,7 +65,7 @@ comments and chain hashes.`,
 }
 
 func (o *collectOptions) importing() bool {
-	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0 || o.objectsFile != ""
+	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0
 }
 
 func (o *collectOptions) validate() error {
@@ -81,15 +77,12 @@ func (o *collectOptions) validate() error {
 	}
 	if o.importing() {
 		if o.local || o.snapshotFile != "" {
-			return fmt.Errorf("import flags (--objects, --iptables-save) exclude --local and --snapshot")
-		}
-		if len(o.iptablesSave) == 0 && len(o.ip6tablesSave) == 0 {
-			return fmt.Errorf("importing needs at least one dump: --iptables-save FILE")
+			return fmt.Errorf("importing dumps (--iptables-save) excludes --local and --snapshot")
 		}
 		return nil
 	}
 	if !o.local {
-		return fmt.Errorf("give import files (--objects, --iptables-save) or --local to read this node")
+		return fmt.Errorf("give dumps to import (--iptables-save FILE) or --local to read this node")
 	}
 	return o.commonOptions.validate()
 }
@@ -100,12 +93,9 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 		var c *inspect.Cluster
 		var notes []string
 		if o.objectsFile != "" {
-			data, err := os.ReadFile(o.objectsFile)
-			if err != nil {
-				return fmt.Errorf("reading objects: %w", err)
-			}
-			if c, notes, err = model.DecodeObjects(data); err != nil {
-				return fmt.Errorf("objects file %s: %w", o.objectsFile, err)
+			var err error
+			if c, notes, err = decodeObjectsFile(o.objectsFile); err != nil {
+				return err
 			}
 		}
 		pc := inspect.ProxyConfig{Mode: o.mode, ClusterCIDRs: o.clusterCIDR}

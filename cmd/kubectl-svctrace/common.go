@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/model"
 )
 
 // commonOptions are the flags every node-reading command shares.
@@ -27,6 +29,7 @@ type commonOptions struct {
 	family        string
 	clusterCIDR   []string
 	proxyMetrics  string
+	objectsFile   string
 
 	namespace string
 }
@@ -43,6 +46,7 @@ func (o *commonOptions) addFlags(cmd *cobra.Command, withNode bool) {
 	cmd.Flags().BoolVar(&o.local, "local", false, "Read the kernel state of the network namespace svctrace runs in (run it on the node)")
 	cmd.Flags().StringVar(&o.family, "family", o.family, "IP family to read: IPv4 or IPv6")
 	cmd.Flags().StringSliceVar(&o.clusterCIDR, "cluster-cidr", nil, "kube-proxy's --cluster-cidr, when it can be read neither from the cluster nor from the rules")
+	cmd.Flags().StringVar(&o.objectsFile, "objects", "", "API objects from this file (a v1 List or YAML stream of Nodes, Services, EndpointSlices, Pods) instead of the cluster")
 	cmd.Flags().StringVar(&o.proxyMetrics, "kube-proxy-metrics-address", inspect.DefaultKubeProxyMetricsAddress, "With --local: where the node's kube-proxy serves /configz")
 	if withNode {
 		cmd.Flags().StringVar(&o.node, "node", "", "Node to look at (default: the only node in the snapshot)")
@@ -125,6 +129,50 @@ func (o *commonOptions) pickNode(s *inspect.Snapshot) error {
 func (o *commonOptions) liveSnapshot(ctx context.Context) (*inspect.Snapshot, error) {
 	s := &inspect.Snapshot{APIVersion: inspect.APIVersion, Kind: inspect.Kind,
 		Metadata: inspect.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + version}}
+	node, lnotes, err := inspect.CollectLocal(ctx, o.node)
+	if err != nil {
+		return nil, err
+	}
+	s.Metadata.Notes = append(s.Metadata.Notes, lnotes...)
+	pc, pcErr := inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
+	if o.objectsFile != "" {
+		c, notes, err := decodeObjectsFile(o.objectsFile)
+		if err != nil {
+			return nil, err
+		}
+		s.Cluster = c
+		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
+	} else {
+		cs, err := o.clientset()
+		if err != nil {
+			return nil, err
+		}
+		// kube-proxy programs every Service of the cluster, so the model
+		// needs them all whatever namespace the command looks at.
+		c, notes, err := inspect.CollectAPI(ctx, cs, "")
+		if err != nil {
+			return nil, err
+		}
+		s.Cluster = c
+		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
+		if pcErr != nil {
+			// The running kube-proxy's /configz beats the ConfigMap,
+			// which flags on its command line may override.
+			var note string
+			if pc, note, err = inspect.ProxyConfigFromAPI(ctx, cs); err != nil {
+				return nil, err
+			}
+			if note != "" {
+				s.Metadata.Notes = append(s.Metadata.Notes, note)
+			}
+		}
+	}
+	node.KubeProxy = pc
+	s.Nodes = append(s.Nodes, node)
+	return s, nil
+}
+
+func (o *commonOptions) clientset() (kubernetes.Interface, error) {
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig: %w", err)
@@ -133,35 +181,19 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*inspect.Snapshot, er
 	if err != nil {
 		return nil, fmt.Errorf("creating API client: %w", err)
 	}
-	// kube-proxy programs every Service of the cluster, so the model needs
-	// them all whatever namespace the command looks at.
-	c, notes, err := inspect.CollectAPI(ctx, cs, "")
+	return cs, nil
+}
+
+func decodeObjectsFile(path string) (*inspect.Cluster, []string, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("reading objects: %w", err)
 	}
-	s.Cluster = c
-	s.Metadata.Notes = append(s.Metadata.Notes, notes...)
-	// The running kube-proxy's own /configz beats the ConfigMap, which
-	// flags on its command line may override.
-	pc, err := inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
+	c, notes, err := model.DecodeObjects(data)
 	if err != nil {
-		var note string
-		pc, note, err = inspect.ProxyConfigFromAPI(ctx, cs)
-		if err != nil {
-			return nil, err
-		}
-		if note != "" {
-			s.Metadata.Notes = append(s.Metadata.Notes, note)
-		}
+		return nil, nil, fmt.Errorf("objects file %s: %w", path, err)
 	}
-	node, lnotes, err := inspect.CollectLocal(ctx, o.node)
-	if err != nil {
-		return nil, err
-	}
-	node.KubeProxy = pc
-	s.Metadata.Notes = append(s.Metadata.Notes, lnotes...)
-	s.Nodes = append(s.Nodes, node)
-	return s, nil
+	return c, notes, nil
 }
 
 // print writes a report object: json and yaml through cli-runtime's
