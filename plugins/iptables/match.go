@@ -212,10 +212,10 @@ func (w *Walker) recent(s *state, m *Match) matchResult {
 	if o, ok := m.Option("seconds"); ok && len(o.Args) > 0 {
 		secs, _ = strconv.Atoi(o.Args[0])
 	}
+	s.recentChecked[name] = secs
 	if w.env.Sticky[name] {
 		return hasMatch
 	}
-	s.recentChecked[name] = secs
 	return noMatch
 }
 

@@ -96,8 +96,8 @@ type Branch struct {
 	Mark       uint32
 	// RecentSet are recent lists the packet's source was added to.
 	RecentSet []string
-	// RecentChecked maps recent lists checked on the way (without a
-	// hit) to their --seconds.
+	// RecentChecked maps recent lists checked on the way to their
+	// --seconds.
 	RecentChecked map[string]int
 	// Notes are assumptions made on this branch (unknown matches).
 	Notes []string
