@@ -74,6 +74,9 @@ func Trace(a *reconcile.NodeAnalysis, c *inspect.Cluster, spec PacketSpec) (*Tra
 		case b.Verdict == iptables.VerdictRedirect:
 			tb.Verdict = "redirect"
 			tb.DNAT = "local port " + b.Redirect
+		case b.Verdict == iptables.VerdictMissing:
+			tb.Verdict = "unknown"
+			tb.Reason = "jumps to " + b.Missing + ", which the dump does not hold"
 		case b.DNAT != "":
 			tb.Verdict = "forward"
 		default:

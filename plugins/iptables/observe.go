@@ -145,27 +145,26 @@ func summarize(br []Branch) behavior.Outcome {
 	var order []string
 	var dropP, rejectP float64
 	masq := false
+	addBackend := func(ep string, b Branch) {
+		bk, ok := backends[ep]
+		if !ok {
+			bk = &behavior.Backend{Endpoint: ep, Rules: hopTexts(b.Hops)}
+			backends[ep] = bk
+			order = append(order, ep)
+		}
+		bk.Probability += b.Probability
+	}
 	for _, b := range br {
 		switch {
 		case b.DNAT != "":
-			bk, ok := backends[b.DNAT]
-			if !ok {
-				bk = &behavior.Backend{Endpoint: b.DNAT}
-				backends[b.DNAT] = bk
-				order = append(order, b.DNAT)
-				bk.Rules = hopTexts(b.Hops)
-			}
-			bk.Probability += b.Probability
+			addBackend(b.DNAT, b)
 			if b.Masquerade {
 				masq = true
 			}
+		case b.Missing != "":
+			addBackend("? via "+b.Missing+" (chain not in the dump)", b)
 		case b.Redirect != "":
-			ep := "local:" + b.Redirect + " (userspace proxy)"
-			if _, ok := backends[ep]; !ok {
-				backends[ep] = &behavior.Backend{Endpoint: ep, Rules: hopTexts(b.Hops)}
-				order = append(order, ep)
-			}
-			backends[ep].Probability += b.Probability
+			addBackend("local:"+b.Redirect+" (userspace proxy)", b)
 		case b.Verdict == VerdictReject:
 			rejectP += b.Probability
 			o.Reason, o.Rules = b.Reason, hopTexts(b.Hops)

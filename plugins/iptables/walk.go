@@ -79,6 +79,9 @@ const (
 	VerdictDrop     = "DROP"
 	VerdictReject   = "REJECT"
 	VerdictRedirect = "REDIRECT"
+	// VerdictMissing: the branch jumps to a chain the dump does not hold
+	// (an excerpt); Branch.Missing names it.
+	VerdictMissing = "MISSING"
 )
 
 // Branch is one way a packet can go, with its probability.
@@ -91,7 +94,9 @@ type Branch struct {
 	// DNAT is the translated destination ("ip:port"), empty if none.
 	DNAT string
 	// Redirect is the local port of a REDIRECT (userspace proxier).
-	Redirect   string
+	Redirect string
+	// Missing is the chain an excerpt jumps to without holding it.
+	Missing    string
 	Masquerade bool
 	Mark       uint32
 	// RecentSet are recent lists the packet's source was added to.
@@ -111,12 +116,12 @@ type state struct {
 	mark uint32
 	dnat string
 	// verdict set when the branch terminated.
-	verdict, reason, redirect string
-	masq                      bool
-	recentSet                 []string
-	recentChecked             map[string]int
-	notes                     []string
-	translated                bool
+	verdict, reason, redirect, missing string
+	masq                               bool
+	recentSet                          []string
+	recentChecked                      map[string]int
+	notes                              []string
+	translated                         bool
 }
 
 func (s *state) clone() *state {
@@ -248,7 +253,7 @@ func (w *Walker) runTables(s *state, hook string, tables []string, rest []string
 func (s *state) finish() Branch {
 	return Branch{
 		Probability: s.prob, Hops: s.hops, Verdict: s.verdict, Reason: s.reason,
-		DNAT: s.dnat, Redirect: s.redirect, Masquerade: s.masq, Mark: s.mark,
+		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq, Mark: s.mark,
 		RecentSet: s.recentSet, RecentChecked: s.recentChecked, Notes: s.notes,
 	}
 }
@@ -388,6 +393,12 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 	}
 	target := w.rs.Chain(table, r.Target)
 	if target == nil {
+		if strings.HasPrefix(r.Target, "KUBE-") {
+			// Only an excerpt can jump to a chain it does not hold (the
+			// kernel refuses such a rule): the branch ends there.
+			s.verdict, s.missing = VerdictMissing, r.Target
+			return []result{{st: s, flow: flowVerdict}}
+		}
 		s.note("%s: target %s is neither a known target nor a chain of table %s; ignored", r.Ref(), r.Target, table)
 		return []result{{st: s, flow: flowEnd}}
 	}
@@ -484,24 +495,27 @@ func joinHostPort(host, port string) string {
 
 // excerptEntry stands in for a built-in nat chain an excerpt of rules does
 // not have (iptables -S lines pasted from a ticket): the walk enters
-// kube-proxy's chain as its jump rule would, and says so.
+// kube-proxy's chains as its jump rules would, and says so. The userspace
+// proxier's chains are entered the same way.
 func (w *Walker) excerptEntry(s *state, table, hook string) *Chain {
 	if table != "nat" {
 		return nil
 	}
-	var name string
-	switch hook {
-	case "PREROUTING", "OUTPUT":
-		name = "KUBE-SERVICES"
-	case "POSTROUTING":
-		name = "KUBE-POSTROUTING"
-	default:
+	entries := map[string][]string{
+		"PREROUTING":  {"KUBE-SERVICES", "KUBE-PORTALS-CONTAINER", "KUBE-NODEPORT-CONTAINER"},
+		"OUTPUT":      {"KUBE-SERVICES", "KUBE-PORTALS-HOST", "KUBE-NODEPORT-HOST"},
+		"POSTROUTING": {"KUBE-POSTROUTING"},
+	}[hook]
+	c := &Chain{Name: hook, Builtin: true, Policy: "ACCEPT"}
+	for _, name := range entries {
+		if w.rs.Chain(table, name) == nil {
+			continue
+		}
+		c.Rules = append(c.Rules, &Rule{Table: "nat", Chain: hook, Target: name, Raw: "(assumed) -A " + hook + " -j " + name})
+	}
+	if len(c.Rules) == 0 {
 		return nil
 	}
-	c := w.rs.Chain(table, name)
-	if c == nil {
-		return nil
-	}
-	s.note("the dump has no nat %s chain: entered %s as kube-proxy's jump rule would", hook, name)
-	return &Chain{Name: hook, Builtin: true, Policy: "ACCEPT", Rules: []*Rule{{Table: "nat", Chain: hook, Target: name, Raw: "(assumed) -A " + hook + " -j " + name}}}
+	s.note("the dump has no nat %s chain: entered kube-proxy's chains as its jump rules would", hook)
+	return c
 }
