@@ -1,0 +1,271 @@
+package iptables
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// ParseOptions tune Parse for input that does not describe itself.
+type ParseOptions struct {
+	// Table, when set, is the table for headerless input (iptables -S
+	// lines with no *table header). When empty the table is inferred from
+	// chain names and targets, and a Note says so.
+	Table string
+	// Family is "IPv4" or "IPv6". When empty it comes from the
+	// ip6tables-save / iptables-save header, else from the first address
+	// in a rule, else IPv4.
+	Family string
+}
+
+// Parse reads an iptables-save / ip6tables-save dump (optionally with
+// counters, -c) or headerless iptables -S output and returns its rules.
+// Syntax errors, including a truncated dump, are returned as *ParseError.
+// source names the input in the Ruleset and in errors.
+func Parse(source string, r io.Reader, opts ParseOptions) (*Ruleset, error) {
+	if r == nil {
+		return nil, errors.New("iptables: Parse: nil reader")
+	}
+	text, err := readInput(r)
+	if err != nil {
+		return nil, fmt.Errorf("iptables: reading %s: %w", parseSourceName(source), err)
+	}
+	return ParseString(source, text, opts)
+}
+
+// ParseString is Parse for input already in memory. Rule.Raw and the
+// parsed tokens share text's memory.
+func ParseString(source, text string, opts ParseOptions) (*Ruleset, error) {
+	family, err := parseFamilyOption(opts.Family)
+	if err != nil {
+		return nil, err
+	}
+	p := &dumpParser{
+		src:  source,
+		opts: opts,
+		rs: &Ruleset{
+			Source: source,
+			Tables: make(map[string]*Table),
+		},
+		family: family,
+		tables: make(map[string]int),
+	}
+	if family != "" {
+		p.familyB = "the Family option"
+	}
+	if err := p.run(text); err != nil {
+		return nil, err
+	}
+	p.rs.Family = p.family
+	if p.rs.Family == "" {
+		p.rs.Family = famIPv4
+	}
+	return p.rs, nil
+}
+
+const (
+	famIPv4 = "IPv4"
+	famIPv6 = "IPv6"
+)
+
+func parseFamilyOption(f string) (string, error) {
+	switch strings.ToLower(f) {
+	case "":
+		return "", nil
+	case "ipv4", "inet", "4", "ip":
+		return famIPv4, nil
+	case "ipv6", "inet6", "6", "ip6":
+		return famIPv6, nil
+	}
+	return "", fmt.Errorf("iptables: unknown family %q (want IPv4 or IPv6)", f)
+}
+
+func parseSourceName(s string) string {
+	if s == "" {
+		return "<input>"
+	}
+	return s
+}
+
+// readInput reads the whole input into one string, so that every line and
+// token is a substring of it and parsing allocates no per-line strings.
+func readInput(r io.Reader) (string, error) {
+	var b strings.Builder
+	switch v := r.(type) {
+	case interface{ Len() int }:
+		b.Grow(v.Len())
+	case *os.File:
+		if st, err := v.Stat(); err == nil && st.Mode().IsRegular() && st.Size() < 1<<31 {
+			b.Grow(int(st.Size()))
+		}
+	}
+	_, err := io.Copy(&b, r)
+	return b.String(), err
+}
+
+// dumpParser holds the state of one Parse call.
+type dumpParser struct {
+	src  string
+	opts ParseOptions
+	rs   *Ruleset
+
+	// family is decided by the option, a header or the first address;
+	// familyB says by what (for error messages).
+	family  string
+	familyB string
+
+	// table is the table between *name and COMMIT, nil outside one.
+	table     *Table
+	tableLine int
+	tables    map[string]int // table name -> line of its header
+	lastChain *Chain         // cache: rules come grouped by chain
+	lastTable *Table         // the table of lastChain
+
+	// pending holds headerless lines until the table can be inferred.
+	pending []pendingLine
+
+	lastLine int
+	lastText string
+
+	toks     []lexToken
+	sArgs    []string
+	sOpts    []scratchOption
+	sMatches []scratchMatch
+
+	// ptrs holds Chain.Rules of a run of rules of runChain from runStart.
+	ptrs     []*Rule
+	runChain *Chain
+	runStart int
+
+	chainSlab parseSlab[Chain]
+	rules     parseSlab[Rule]
+	addrs     parseSlab[AddrMatch]
+	ifaces    parseSlab[IfaceMatch]
+	protos    parseSlab[ProtoMatch]
+	bools     parseSlab[bool]
+	strs      parseSlab[string]
+	options   parseSlab[Option]
+	matches   parseSlab[Match]
+}
+
+func (p *dumpParser) run(text string) error {
+	n := 0
+	for pos := 0; pos < len(text); {
+		var line string
+		if i := strings.IndexByte(text[pos:], '\n'); i >= 0 {
+			line = text[pos : pos+i]
+			pos += i + 1
+		} else {
+			line = text[pos:]
+			pos = len(text)
+		}
+		n++
+		if l := len(line); l > 0 && line[l-1] == '\r' {
+			line = line[:l-1]
+		}
+		if err := p.line(line, n); err != nil {
+			return err
+		}
+		p.lastLine, p.lastText = n, line
+	}
+	if p.table != nil {
+		return &ParseError{
+			Source: p.src, Line: p.lastLine, Column: len(p.lastText) + 1, Text: p.lastText,
+			Msg: fmt.Sprintf("unexpected end of input: table %s (line %d) has no COMMIT; the dump is truncated",
+				p.table.Name, p.tableLine),
+		}
+	}
+	p.placePending()
+	return nil
+}
+
+// line dispatches one input line on its first non-blank character.
+func (p *dumpParser) line(line string, n int) error {
+	i := lexSkipBlank(line, 0)
+	if i == len(line) {
+		return nil
+	}
+	switch line[i] {
+	case '#':
+		p.comment(line[i:], n)
+		return nil
+	case '*':
+		return p.header(line, i, n)
+	case ':':
+		return p.chainDecl(line, i, n)
+	case '[':
+		j, err := p.counters(line, i, n)
+		if err != nil {
+			return err
+		}
+		if k := lexSkipBlank(line, j); k == len(line) || line[k] != '-' {
+			return p.errAt(line, n, k, "expected a rule (-A CHAIN ...) after the counters")
+		}
+		return p.command(line, j, n)
+	case '-':
+		return p.command(line, i, n)
+	}
+	if strings.HasPrefix(line[i:], "COMMIT") {
+		return p.commit(line, i, n)
+	}
+	return p.errAt(line, n, i, "unrecognised line: expected a comment, *table, :CHAIN declaration, -A rule or COMMIT")
+}
+
+// errAt returns a *ParseError at the 0-based byte offset col of line n.
+func (p *dumpParser) errAt(line string, n, col int, format string, args ...any) error {
+	return &ParseError{
+		Source: p.src,
+		Line:   n,
+		Column: col + 1,
+		Msg:    fmt.Sprintf(format, args...),
+		Text:   line,
+	}
+}
+
+func (p *dumpParser) note(n int, format string, args ...any) {
+	p.rs.Notes = append(p.rs.Notes, Note{Line: n, Message: fmt.Sprintf(format, args...)})
+}
+
+func lexSkipBlank(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// isBuiltinChain reports whether name is one of the five built-in chains.
+func isBuiltinChain(name string) bool {
+	switch name {
+	case "PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING":
+		return true
+	}
+	return false
+}
+
+// parseSlab hands out sub-slices of large shared arrays, so that a rule's
+// options, arguments and matches cost no allocation of their own.
+type parseSlab[T any] struct {
+	buf  []T
+	next int
+}
+
+func (s *parseSlab[T]) take(n int) []T {
+	if n == 0 {
+		return nil
+	}
+	if len(s.buf) < n {
+		if s.next < 64 {
+			s.next = 64
+		} else if s.next < 8192 {
+			s.next *= 2
+		}
+		s.buf = make([]T, max(s.next, n))
+	}
+	out := s.buf[:n:n]
+	s.buf = s.buf[n:]
+	return out
+}
+
+func (s *parseSlab[T]) alloc() *T { return &s.take(1)[0] }
