@@ -3,6 +3,7 @@ package iptables
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -154,3 +155,25 @@ func BenchmarkParse(b *testing.B) { benchmarkParse(b, 10000, 10) }
 
 // BenchmarkParse1k is the 1,000-Service baseline for the same run.
 func BenchmarkParse1k(b *testing.B) { benchmarkParse(b, 1000, 10) }
+
+// benchmarkObserve walks every frontend of a generated ruleset: the cost
+// of drift and explain on a node of that size.
+func benchmarkObserve(b *testing.B, services, endpoints int) {
+	rs, err := ParseString("bench", renderLargeRuleset(services, endpoints), ParseOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := ObserveInput{Node: "bench", Family: "IPv4",
+		NodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t := Observe(rs, in)
+		if len(t.Frontends) != services {
+			b.Fatalf("%d frontends, want %d", len(t.Frontends), services)
+		}
+	}
+	b.ReportMetric(float64(services), "frontends/op")
+}
+
+func BenchmarkObserve1k(b *testing.B)  { benchmarkObserve(b, 1000, 10) }
+func BenchmarkObserve10k(b *testing.B) { benchmarkObserve(b, 10000, 10) }

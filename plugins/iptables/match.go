@@ -212,6 +212,9 @@ func (w *Walker) recent(s *state, m *Match) matchResult {
 	if o, ok := m.Option("seconds"); ok && len(o.Args) > 0 {
 		secs, _ = strconv.Atoi(o.Args[0])
 	}
+	if s.recentChecked == nil {
+		s.recentChecked = map[string]int{}
+	}
 	s.recentChecked[name] = secs
 	if w.env.Sticky[name] {
 		return hasMatch

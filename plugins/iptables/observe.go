@@ -217,10 +217,10 @@ func round(p float64) float64 {
 }
 
 func hopTexts(hops []Hop) []string {
-	var out []string
+	out := make([]string, 0, len(hops))
 	for _, h := range hops {
 		if h.Rule != nil {
-			out = append(out, fmt.Sprintf("%s: %s", h.Table, h.Rule.Raw))
+			out = append(out, h.Table+": "+h.Rule.Raw)
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package iptables
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -124,14 +125,19 @@ type state struct {
 	translated                         bool
 }
 
+// clone forks a branch. Slices are shared with their capacity cut to their
+// length, so that an append on either branch copies instead of writing
+// into the other's.
 func (s *state) clone() *state {
+	s.hops = s.hops[:len(s.hops):len(s.hops)]
+	s.recentSet = s.recentSet[:len(s.recentSet):len(s.recentSet)]
+	s.notes = s.notes[:len(s.notes):len(s.notes)]
 	c := *s
-	c.hops = append([]Hop(nil), s.hops...)
-	c.recentSet = append([]string(nil), s.recentSet...)
-	c.notes = append([]string(nil), s.notes...)
-	c.recentChecked = make(map[string]int, len(s.recentChecked))
-	for k, v := range s.recentChecked {
-		c.recentChecked[k] = v
+	if s.recentChecked != nil {
+		c.recentChecked = make(map[string]int, len(s.recentChecked))
+		for k, v := range s.recentChecked {
+			c.recentChecked[k] = v
+		}
 	}
 	return &c
 }
@@ -181,7 +187,7 @@ var hookTables = map[string][]string{
 
 // Walk returns every branch a new connection's first packet can take.
 func (w *Walker) Walk(p Packet) []Branch {
-	start := &state{pkt: p, prob: 1, recentChecked: map[string]int{}}
+	start := &state{pkt: p, prob: 1}
 	var hooks []string
 	if p.Entry == EntryOutput {
 		hooks = []string{"OUTPUT", "ROUTE", "POSTROUTING", "LOCALIN"}
@@ -429,7 +435,7 @@ func (w *Walker) dnat(s *state, r *Rule) {
 	to := o.Args[0]
 	host, port := splitHostPort(to)
 	if port == "" {
-		port = fmt.Sprint(s.pkt.DstPort)
+		port = strconv.Itoa(int(s.pkt.DstPort))
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		s.pkt.Dst = a
@@ -438,8 +444,7 @@ func (w *Walker) dnat(s *state, r *Rule) {
 		s.dnat = to
 		s.note("%s: DNAT target %q is a range or not an address", r.Ref(), to)
 	}
-	var pn int
-	if _, err := fmt.Sscan(port, &pn); err == nil {
+	if pn, err := strconv.ParseUint(port, 10, 16); err == nil {
 		s.pkt.DstPort = uint16(pn)
 	}
 	s.translated = true
