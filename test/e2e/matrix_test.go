@@ -1,0 +1,236 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"testing"
+)
+
+// TestIPTablesMatrix runs the scenario matrix against kube-proxy in
+// iptables mode: no findings while kube-proxy is healthy; real connections
+// land only on the backends trace predicts; and with kube-proxy stopped,
+// each change gives exactly its finding.
+func TestIPTablesMatrix(t *testing.T) {
+	c := startMatrix(t, "iptables")
+
+	t.Run("healthy", func(t *testing.T) {
+		for _, n := range []string{"node1", "node2"} {
+			waitDrift(t, c, n, nil)
+		}
+	})
+	t.Run("traffic", func(t *testing.T) { checkTraffic(t, c) })
+	t.Run("changes", func(t *testing.T) { checkChanges(t, c) })
+}
+
+// flow is one kind of connection of the matrix.
+type flow struct {
+	name, from, src, proto, dst string
+	// want is the set of pods trace must predict; none means the
+	// connection must fail, with the verdict in fail (reject or drop).
+	want []string
+	fail string
+	// sticky: every connection lands on one backend.
+	sticky bool
+}
+
+func checkTraffic(t *testing.T, c *cluster) {
+	ip := func(svc string) string { return clusterIP(t, c, svc) }
+	all := []string{"web-1", "web-2", "web-3"}
+	node1Local := []string{"web-1", "web-2"}
+	flows := []flow{
+		{name: "ClusterIP, 3 endpoints", from: "client", proto: "tcp", dst: ip("web") + ":80", want: all},
+		{name: "multi-port, second port", from: "client", proto: "tcp", dst: ip("multi") + ":81", want: all},
+		{name: "named targetPort", from: "client", proto: "tcp", dst: ip("named") + ":80", want: all},
+		{name: "NodePort", from: "client", proto: "tcp", dst: "192.0.2.10:30080", want: all},
+		{name: "externalIP", from: "client", proto: "tcp", dst: "198.51.100.7:80", want: all},
+		{name: "LoadBalancer from outside its source ranges", from: "client", proto: "tcp", dst: "198.51.100.50:80", fail: "drop"},
+		{name: "ETP Local from outside the cluster", from: "node2", src: "192.0.2.11", proto: "tcp", dst: "192.0.2.10:30081", want: node1Local},
+		{name: "ITP Local", from: "client", proto: "tcp", dst: ip("web-itp") + ":80", want: node1Local},
+		{name: "ClientIP affinity", from: "client", proto: "tcp", dst: ip("sticky") + ":80", want: all, sticky: true},
+		{name: "UDP on a port shared with TCP", from: "client", proto: "udp", dst: ip("dns") + ":53", want: []string{"dns-1", "dns-2"}},
+		{name: "TCP on a port shared with UDP", from: "client", proto: "tcp", dst: ip("dns") + ":53", want: []string{"dns-1", "dns-2"}},
+		{name: "no endpoints", from: "client", proto: "tcp", dst: ip("empty") + ":80", fail: "reject"},
+		{name: "terminating endpoints only", from: "client", proto: "tcp", dst: ip("draining") + ":80", want: []string{"web-3"}},
+		{name: "topology hints", from: "client", proto: "tcp", dst: ip("zoned") + ":80", want: node1Local},
+	}
+	for _, f := range flows {
+		t.Run(f.name, func(t *testing.T) {
+			src := f.src
+			if src == "" {
+				src = c.pods[f.from].IP
+			}
+			args := []string{"--from", "pod"}
+			if f.src != "" {
+				args = []string{"--from", "external"}
+			}
+			pred, other := c.predictedFrom(t, "node1", src, f.dst+"/"+f.proto, args...)
+			got := keys(pred)
+			if !slices.Equal(got, f.want) {
+				t.Fatalf("trace predicts %v (and %v), want %v", got, other, f.want)
+			}
+			count := 24
+			if f.fail != "" {
+				if len(other) != 1 || other[0] != f.fail {
+					t.Fatalf("trace predicts %v, want one %s branch", other, f.fail)
+				}
+				count = 3 // each failed attempt waits for its timeout
+			}
+			res, err := c.Dial(f.from, f.proto, f.dst, count)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s %s from %s: %v", f.proto, f.dst, f.from, res)
+			if len(f.want) == 0 {
+				if len(res.Hits) > 0 {
+					t.Fatalf("connections succeeded although trace predicts %v: %v", other, res)
+				}
+				return
+			}
+			if len(res.Errors) > 0 {
+				t.Errorf("failed connections: %q", res.Errors)
+			}
+			for pod := range res.Hits {
+				if !pred[pod] {
+					t.Errorf("a connection landed on %s, which trace did not predict (%v)", pod, got)
+				}
+			}
+			if f.sticky {
+				if len(res.Hits) != 1 {
+					t.Errorf("affinity: connections spread over %v", res)
+				}
+				return
+			}
+			for _, pod := range f.want {
+				if res.Hits[pod] == 0 {
+					t.Errorf("predicted backend %s never reached in 24 connections: %v", pod, res)
+				}
+			}
+		})
+	}
+	t.Run("SCTP rules", func(t *testing.T) {
+		// This kernel has no SCTP sockets, so no SCTP connection can be
+		// made; the rules kube-proxy wrote are still traced.
+		pred, _ := c.predictedFrom(t, "node1", c.pods["client"].IP, ip("sctp")+":9999/sctp", "--from", "pod")
+		if got := keys(pred); !slices.Equal(got, all) {
+			t.Fatalf("trace predicts %v for SCTP, want %v", got, all)
+		}
+	})
+}
+
+// checkChanges stops kube-proxy on node1 and makes one change at a time,
+// each undone before the next.
+func checkChanges(t *testing.T, c *cluster) {
+	if err := c.StopKubeProxy("node1"); err != nil {
+		t.Fatal(err)
+	}
+	web2 := c.pods["web-2"].IP + ":8080"
+	t.Run("endpoint removed", func(t *testing.T) {
+		c.Apply(t, c.slices(func(name string, eps []endpoint) []endpoint {
+			if name != "web-1" {
+				return eps
+			}
+			return slices.DeleteFunc(slices.Clone(eps), func(e endpoint) bool { return e.pod == "web-2" })
+		}))
+		waitDrift(t, c, "node1", []string{"StaleEndpoint default/web:http absent|" + web2})
+		c.Apply(t, c.slices(nil))
+		waitDrift(t, c, "node1", nil)
+	})
+	t.Run("service deleted", func(t *testing.T) {
+		ip := clusterIP(t, c, "web-ext")
+		if err := c.Delete("Service", "default", "web-ext"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", []string{"StaleFrontend default/web-ext:http no frontend|forward"})
+		c.Apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Service
+metadata: {name: web-ext, namespace: default}
+spec:
+  clusterIP: %s
+  selector: {app: web}
+  externalIPs: [198.51.100.7]
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+`, ip))
+		waitDrift(t, c, "node1", nil)
+	})
+	t.Run("service added", func(t *testing.T) {
+		c.Apply(t, `
+apiVersion: v1
+kind: Service
+metadata: {name: late, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+`)
+		c.Apply(t, sliceYAML("late", "late-1", []slicePort{{"http", "TCP", 8080}},
+			[]endpoint{{pod: "web-1", ip: c.pods["web-1"].IP, node: "node1"}}))
+		waitDrift(t, c, "node1", []string{"MissingFrontend default/late:http forward"})
+		for _, del := range [][2]string{{"Service", "late"}, {"EndpointSlice", "late-1"}} {
+			if err := c.Delete(del[0], "default", del[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitDrift(t, c, "node1", nil)
+	})
+	t.Run("port changed", func(t *testing.T) {
+		setAltPort := func(port int) {
+			c.Apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Service
+metadata: {name: multi, namespace: default}
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080, protocol: TCP}
+  - {name: alt, port: %d, targetPort: 8080, protocol: TCP}
+`, port))
+		}
+		setAltPort(82)
+		waitDrift(t, c, "node1", []string{"MissingFrontend default/multi:alt forward", "StaleFrontend default/multi:alt no frontend|forward"})
+		setAltPort(81)
+		waitDrift(t, c, "node1", nil)
+	})
+	t.Run("rule deleted in the kernel", func(t *testing.T) {
+		nat, err := c.Exec("node1", "iptables-save", "-t", "nat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		web1 := c.pods["web-1"].IP
+		re := regexp.MustCompile(`(?m)^-A (KUBE-SVC-\S+) (.*--comment "default/web:http -> ` + regexp.QuoteMeta(web1) + `:8080".*)$`)
+		m := re.FindStringSubmatch(nat)
+		if m == nil {
+			t.Fatalf("no rule of default/web:http to %s in:\n%s", web1, nat)
+		}
+		if _, err := c.Exec("node1", "sh", "-c", "iptables -t nat -D "+m[1]+" "+m[2]); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", []string{"MissingEndpoint default/web:http " + web1 + ":8080|absent"})
+	})
+	t.Run("kube-proxy restarted repairs everything", func(t *testing.T) {
+		if err := c.StartKubeProxy("node1", "iptables"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitSynced("node1"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", nil)
+		waitDrift(t, c, "node2", nil)
+	})
+}
+
+func (c *cluster) predictedFrom(t *testing.T, node, src, dst string, extra ...string) (map[string]bool, []string) {
+	t.Helper()
+	return c.predictedArgs(t, node, append([]string{"--src", src, "--dst", dst}, extra...))
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
