@@ -40,6 +40,8 @@ fi
 
 echo "== lab binaries (kube-apiserver, kube-proxy, etcd; cached)"
 bash test/tools/build.sh
+# The oldest kube-proxy the lab also runs (nftables mode GA), against the same control plane.
+bash test/tools/build.sh v1.33.13 kube-proxy
 
 echo "== go test"
 go test -count=1 -timeout 60m ./...

@@ -1,0 +1,160 @@
+//go:build linux
+
+package lab
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// pki holds the files kube-apiserver and its clients need.
+type pki struct {
+	caPEM      []byte
+	caFile     string
+	certFile   string // apiserver serving certificate
+	keyFile    string
+	saKeyFile  string // service-account signing key (private, also accepted as the public key file)
+	tokensFile string
+	adminToken string
+	proxyToken string
+}
+
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+}
+
+func randToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// makePKI writes a CA, a serving certificate for the API server (valid for ips and the usual
+// in-cluster names), a service-account key and a static token file into dir.
+func makePKI(dir string, ips []net.IP) (*pki, error) {
+	p := &pki{
+		caFile:     filepath.Join(dir, "ca.crt"),
+		certFile:   filepath.Join(dir, "apiserver.crt"),
+		keyFile:    filepath.Join(dir, "apiserver.key"),
+		saKeyFile:  filepath.Join(dir, "sa.key"),
+		tokensFile: filepath.Join(dir, "tokens.csv"),
+	}
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "svctrace-lab-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(7 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(p.caFile, p.caPEM, 0o644); err != nil {
+		return nil, err
+	}
+
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local"},
+		IPAddresses: append([]net.IP{net.IPv4(127, 0, 0, 1)}, ips...),
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePEM(p.certFile, "CERTIFICATE", srvDER); err != nil {
+		return nil, err
+	}
+	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePEM(p.keyFile, "EC PRIVATE KEY", srvKeyDER); err != nil {
+		return nil, err
+	}
+
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	saDER, err := x509.MarshalECPrivateKey(saKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePEM(p.saKeyFile, "EC PRIVATE KEY", saDER); err != nil {
+		return nil, err
+	}
+
+	if p.adminToken, err = randToken(); err != nil {
+		return nil, err
+	}
+	if p.proxyToken, err = randToken(); err != nil {
+		return nil, err
+	}
+	// token,user,uid,"groups"; system:kube-proxy is bound to system:node-proxier by the
+	// bootstrap RBAC policy, as on a real cluster.
+	tokens := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,system:kube-proxy,kube-proxy,\"system:authenticated\"\n",
+		p.adminToken, p.proxyToken)
+	if err := os.WriteFile(p.tokensFile, []byte(tokens), 0o600); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// kubeconfig renders a kubeconfig for server with a bearer token.
+func kubeconfig(server string, caPEM []byte, user, token string) []byte {
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: svctrace-lab
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: %s
+  user:
+    token: %s
+contexts:
+- name: svctrace-lab
+  context:
+    cluster: svctrace-lab
+    user: %s
+current-context: svctrace-lab
+`, server, b64(caPEM), user, token, user)
+}
