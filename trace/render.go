@@ -72,14 +72,23 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 		}
 		head := fmt.Sprintf("  %-14s %s", classLabel[c]+":", verdictText(o))
 		if !wide && shown != nil && sameBackends(*shown, o) {
-			fmt.Fprintf(w, "%s, same backends\n", head)
+			if o.Verdict == behavior.Forward {
+				head += ", same backends"
+			}
+			fmt.Fprintln(w, head)
 			continue
 		}
 		fmt.Fprintln(w, head)
 		if o.Verdict != behavior.Forward {
-			for _, rule := range o.Rules {
-				fmt.Fprintf(w, "        %s\n", rule)
+			for i, rule := range o.Rules {
+				// The short form keeps the Service's own rules and the
+				// one that decided.
+				if wide || serviceRule(rule) || i == len(o.Rules)-1 {
+					fmt.Fprintf(w, "        %s\n", rule)
+				}
 			}
+			oc := o
+			shown = &oc
 			continue
 		}
 		for _, b := range o.Backends {
@@ -119,7 +128,7 @@ func verdictText(o behavior.Outcome) string {
 }
 
 func sameBackends(a, b behavior.Outcome) bool {
-	if a.Verdict != b.Verdict || len(a.Backends) != len(b.Backends) {
+	if a.Verdict != b.Verdict || a.Reason != b.Reason || len(a.Backends) != len(b.Backends) {
 		return false
 	}
 	for i := range a.Backends {
