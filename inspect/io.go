@@ -82,3 +82,33 @@ func Save(s *Snapshot, path string) error {
 	}
 	return nil
 }
+
+// Merge adds the nodes of next to prev, replacing nodes of the same name;
+// the API objects of next win when it has them (they are the newer).
+func Merge(prev, next *Snapshot) *Snapshot {
+	out := *prev
+	out.Nodes = nil
+	replaced := map[string]bool{}
+	for _, n := range next.Nodes {
+		replaced[n.Name] = true
+	}
+	for _, n := range prev.Nodes {
+		if !replaced[n.Name] {
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	out.Nodes = append(out.Nodes, next.Nodes...)
+	if next.Cluster != nil {
+		out.Cluster = next.Cluster
+	}
+	out.Metadata.CreationTimestamp = next.Metadata.CreationTimestamp
+	out.Metadata.Notes = nil
+	seen := map[string]bool{}
+	for _, n := range append(append([]string(nil), prev.Metadata.Notes...), next.Metadata.Notes...) {
+		if !seen[n] {
+			seen[n] = true
+			out.Metadata.Notes = append(out.Metadata.Notes, n)
+		}
+	}
+	return &out
+}

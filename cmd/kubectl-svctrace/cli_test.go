@@ -199,3 +199,22 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
 	}
 }
+
+func TestCollectAppend(t *testing.T) {
+	snap := importSnapshot(t, "")
+	for _, node := range []string{"node1", "node9"} {
+		_, stderr, code := run(t, "collect", "--append", "--node", node, "--objects", fixture+"objects.yaml",
+			"--iptables-save", fixture+"node1.iptables-save.txt", "-f", snap)
+		if code != 0 {
+			t.Fatalf("collect --append %s: exit %d: %s", node, code, stderr)
+		}
+	}
+	out, stderr, code := run(t, "drift", "--snapshot", snap, "--all-nodes", "-o", "json")
+	if code == 2 {
+		t.Fatalf("drift --all-nodes: %s", stderr)
+	}
+	r := decodeDrift(t, out)
+	if len(r.Nodes) != 2 || r.Nodes[0].Name != "node1" || r.Nodes[1].Name != "node9" {
+		t.Errorf("nodes = %+v, want node1 (replaced, not doubled) and node9", r.Nodes)
+	}
+}

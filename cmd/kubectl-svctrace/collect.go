@@ -19,6 +19,7 @@ type collectOptions struct {
 	table         string
 	mode          string
 	addresses     []string
+	appendNode    bool
 }
 
 func newCollectCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -61,6 +62,7 @@ comments and chain hashes.`,
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
 	cmd.Flags().StringVar(&o.mode, "proxy-mode", "", "Import: kube-proxy's mode, if known")
 	cmd.Flags().StringSliceVar(&o.addresses, "node-ip", nil, "Import: the node's addresses, when --objects has no Node object for it")
+	cmd.Flags().BoolVar(&o.appendNode, "append", false, "Add the node to the snapshot already in -f FILE (replacing a node of the same name), to collect several nodes into one")
 	return cmd
 }
 
@@ -71,6 +73,9 @@ func (o *collectOptions) importing() bool {
 func (o *collectOptions) validate() error {
 	if o.outFile == "" {
 		return fmt.Errorf("-f FILE is required (use - for stdout)")
+	}
+	if o.appendNode && o.outFile == "-" {
+		return fmt.Errorf("--append needs a snapshot file, not stdout")
 	}
 	if o.node == "" {
 		return fmt.Errorf("--node is required")
@@ -119,6 +124,13 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 	}
 	if err := reconcile.ValidateDumps(s); err != nil {
 		return err
+	}
+	if o.appendNode {
+		prev, err := inspect.Load(o.outFile)
+		if err != nil {
+			return fmt.Errorf("--append: %w", err)
+		}
+		s = inspect.Merge(prev, s)
 	}
 	if o.outFile == "-" {
 		data, err := inspect.Encode(s, "")

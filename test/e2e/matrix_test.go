@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
@@ -21,6 +23,9 @@ func TestIPTablesMatrix(t *testing.T) {
 			waitDrift(t, c, n, nil)
 		}
 	})
+	if path := os.Getenv("SVCTRACE_LAB_CAPTURE"); path != "" {
+		c.capture(t, path)
+	}
 	t.Run("traffic", func(t *testing.T) { checkTraffic(t, c) })
 	t.Run("changes", func(t *testing.T) { checkChanges(t, c) })
 }
@@ -233,4 +238,27 @@ func keys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// capture writes a snapshot of both healthy nodes (the one bundled in
+// examples/ is made this way): SVCTRACE_LAB_CAPTURE=FILE.
+func (c *cluster) capture(t *testing.T, path string) {
+	tmp := filepath.Join(t.TempDir(), "capture.yaml")
+	for i, n := range []string{"node1", "node2"} {
+		args := []string{"collect", "--local", "--node", n, "-f", tmp}
+		if i > 0 {
+			args = append(args, "--append")
+		}
+		if out, code := c.svctrace(t, n, args...); code != 0 {
+			t.Fatalf("collect on %s: exit %d: %s", n, code, out)
+		}
+	}
+	data, err := os.ReadFile(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", path)
 }
