@@ -165,7 +165,7 @@ func analyze(t *testing.T, sc scenario) []string {
 	}
 	s := &inspect.Snapshot{APIVersion: inspect.APIVersion, Kind: inspect.Kind, Cluster: c,
 		Metadata: inspect.Metadata{CreationTimestamp: time.Now()},
-		Nodes: []inspect.NodeState{{Name: "node1", Dumps: []inspect.Dump{{Collector: inspect.CollectorIPTablesSave, Family: "IPv4", Text: text}}}}}
+		Nodes:    []inspect.NodeState{{Name: "node1", Dumps: []inspect.Dump{{Collector: inspect.CollectorIPTablesSave, Family: "IPv4", Text: text}}}}}
 	a, err := reconcile.Analyze(s, "node1", "IPv4")
 	if err != nil {
 		t.Fatal(err)
