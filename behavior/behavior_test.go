@@ -1,0 +1,83 @@
+package behavior
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestChooseProbes(t *testing.T) {
+	cidrs := ParsePrefixes([]string{"10.244.0.0/16"})
+	node := []netip.Addr{netip.MustParseAddr("192.0.2.10")}
+	for _, c := range []struct {
+		name                         string
+		ranges                       []string
+		pod, nodeSrc, external, out string
+	}{
+		{"no ranges", nil, "10.244.255.254", "192.0.2.10", "198.18.255.254", "198.19.255.254"},
+		{"a range outside the cluster", []string{"203.0.113.0/24"}, "10.244.255.254", "192.0.2.10", "203.0.113.254", "198.19.255.254"},
+		{"a range inside the cluster CIDR", []string{"10.244.3.0/24"}, "10.244.3.254", "192.0.2.10", "198.18.255.254", "198.19.255.254"},
+		{"a range covering the first outside candidate", []string{"198.18.0.0/15"}, "10.244.255.254", "192.0.2.10", "198.19.255.254", "192.0.0.254"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := ChooseProbes(cidrs, node, ParsePrefixes(c.ranges))
+			got := []string{p.Pod.String(), p.Node.String(), p.External.String(), p.Outside.String()}
+			want := []string{c.pod, c.nodeSrc, c.external, c.out}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Errorf("probes = %v, want %v", got, want)
+					break
+				}
+			}
+			// A range inside the cluster CIDR admits no outside client.
+			if c.name != "a range inside the cluster CIDR" && !Allowed(p.External, ParsePrefixes(c.ranges)) {
+				t.Errorf("the external probe %s is not allowed by %v", p.External, c.ranges)
+			}
+			if len(c.ranges) > 0 && Allowed(p.Outside, ParsePrefixes(c.ranges)) {
+				t.Errorf("the outside probe %s is allowed by %v", p.Outside, c.ranges)
+			}
+		})
+	}
+}
+
+func TestLastHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.244.0.0/16":  "10.244.255.254",
+		"203.0.113.0/24": "203.0.113.254",
+		"192.0.2.7/32":   "192.0.2.7",
+		"192.0.2.6/31":   "192.0.2.7",
+		"fd00::/64":      "fd00::ffff:ffff:ffff:fffe",
+	} {
+		if got := LastHost(netip.MustParsePrefix(in)).String(); got != want {
+			t.Errorf("LastHost(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestMergeFindings(t *testing.T) {
+	in := []Finding{
+		{Type: MissingEndpoint, Node: "n1", Service: "a/b:http", Expected: "10.0.0.1:80", Observed: "absent", Frontends: []string{"ClusterIP 1"}, Sources: []string{"pod"}},
+		{Type: MissingEndpoint, Node: "n1", Service: "a/b:http", Expected: "10.0.0.1:80", Observed: "absent", Frontends: []string{"NodePort 2"}, Sources: []string{"pod", "node"}},
+		{Type: StaleEndpoint, Node: "n1", Service: "a/a:http", Expected: "absent", Observed: "10.0.0.9:80"},
+	}
+	out := Merge(in)
+	if len(out) != 2 {
+		t.Fatalf("merged into %d findings, want 2: %+v", len(out), out)
+	}
+	if out[0].Service != "a/a:http" {
+		t.Errorf("not sorted by service: %+v", out)
+	}
+	if got := out[1].Frontends; len(got) != 2 || got[0] != "ClusterIP 1" || got[1] != "NodePort 2" {
+		t.Errorf("frontends = %v", got)
+	}
+	if got := out[1].Sources; len(got) != 2 {
+		t.Errorf("sources = %v", got)
+	}
+}
+
+func TestFormatProbability(t *testing.T) {
+	for p, want := range map[float64]string{1: "1", 0.5: "1/2", 1.0 / 3: "1/3", 2.0 / 3: "2/3", 0.1: "1/10", 0.123456: "0.1235"} {
+		if got := FormatProbability(p); got != want {
+			t.Errorf("FormatProbability(%v) = %s, want %s", p, got, want)
+		}
+	}
+}
