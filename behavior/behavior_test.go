@@ -9,8 +9,8 @@ func TestChooseProbes(t *testing.T) {
 	cidrs := ParsePrefixes([]string{"10.244.0.0/16"})
 	node := []netip.Addr{netip.MustParseAddr("192.0.2.10")}
 	for _, c := range []struct {
-		name                         string
-		ranges                       []string
+		name                        string
+		ranges                      []string
 		pod, nodeSrc, external, out string
 	}{
 		{"no ranges", nil, "10.244.255.254", "192.0.2.10", "198.18.255.254", "198.19.255.254"},

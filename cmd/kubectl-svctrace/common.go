@@ -15,6 +15,7 @@ import (
 
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/reconcile"
 )
 
 // commonOptions are the flags every node-reading command shares.
@@ -108,6 +109,23 @@ func (o *commonOptions) snapshot(ctx context.Context) (*inspect.Snapshot, error)
 		}
 	}
 	return s, nil
+}
+
+// analyzeNode loads the snapshot and analyses the node the command is
+// about.
+func (o *commonOptions) analyzeNode(ctx context.Context) (*inspect.Snapshot, *reconcile.NodeAnalysis, error) {
+	s, err := o.snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := o.pickNode(s); err != nil {
+		return nil, nil, err
+	}
+	a, err := reconcile.Analyze(s, o.node, o.family)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, a, nil
 }
 
 // pickNode defaults --node to the snapshot's only node.

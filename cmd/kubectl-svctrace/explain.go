@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/trace"
 )
 
@@ -61,14 +60,7 @@ func (o *explainOptions) complete(args []string) error {
 }
 
 func (o *explainOptions) run(cmd *cobra.Command) error {
-	s, err := o.snapshot(cmd.Context())
-	if err != nil {
-		return err
-	}
-	if err := o.pickNode(s); err != nil {
-		return err
-	}
-	a, err := reconcile.Analyze(s, o.node, o.family)
+	s, a, err := o.analyzeNode(cmd.Context())
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/trace"
 )
 
@@ -54,14 +53,7 @@ DROP.`,
 }
 
 func (o *traceOptions) run(cmd *cobra.Command) error {
-	s, err := o.snapshot(cmd.Context())
-	if err != nil {
-		return err
-	}
-	if err := o.pickNode(s); err != nil {
-		return err
-	}
-	a, err := reconcile.Analyze(s, o.node, o.family)
+	s, a, err := o.analyzeNode(cmd.Context())
 	if err != nil {
 		return err
 	}
