@@ -77,7 +77,7 @@ func Explain(a *reconcile.NodeAnalysis, c *inspect.Cluster, ref ServiceRef) (*Ex
 		r.Notes = append(r.Notes, "no frontend of this Service is handled by the node's rules")
 	}
 	for _, f := range a.Findings {
-		if spnMatches(f.Service, ref) {
+		if ref.Matches(f.Service) {
 			r.Findings = append(r.Findings, f)
 		}
 	}
@@ -87,12 +87,14 @@ func Explain(a *reconcile.NodeAnalysis, c *inspect.Cluster, ref ServiceRef) (*Ex
 	return r, nil
 }
 
-func spnMatches(spn string, ref ServiceRef) bool {
-	base := ref.Namespace + "/" + ref.Name
+// Matches reports whether a ServicePortName ("ns/name:port") is of the
+// referenced Service (and port, when the reference names one).
+func (r ServiceRef) Matches(spn string) bool {
+	base := r.Namespace + "/" + r.Name
 	if spn != base && !strings.HasPrefix(spn, base+":") {
 		return false
 	}
-	return ref.Port == "" || spn == base+":"+ref.Port
+	return r.Port == "" || spn == base+":"+r.Port
 }
 
 // belongs decides whether a frontend is the Service's: by the model's
@@ -100,11 +102,11 @@ func spnMatches(spn string, ref ServiceRef) bool {
 func belongs(f behavior.Frontend, ref ServiceRef, hashes map[string]bool, a *reconcile.NodeAnalysis) bool {
 	if a.Expected != nil {
 		if e, ok := a.Expected.Find(f.Key); ok {
-			return spnMatches(e.Service, ref) && portMatches(f, ref, a)
+			return ref.Matches(e.Service) && portMatches(f, ref, a)
 		}
 	}
 	if f.Service != "" {
-		return spnMatches(f.Service, ref)
+		return ref.Matches(f.Service)
 	}
 	for _, o := range f.Outcomes {
 		for _, b := range o.Backends {

@@ -126,20 +126,12 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
-func serviceMatches(spn string, ref trace.ServiceRef) bool {
-	base := ref.Namespace + "/" + ref.Name
-	if ref.Port != "" {
-		return spn == base+":"+ref.Port
-	}
-	return spn == base || len(spn) > len(base) && spn[:len(base)+1] == base+":"
-}
-
 // wanted scopes findings: to the Service named, else to the namespace given
 // with -n; without either (or with -A) the whole node is checked, as
 // kube-proxy programs every Service of the cluster on it.
 func (o *driftOptions) wanted(f behavior.Finding) bool {
 	if o.ref != nil {
-		return serviceMatches(f.Service, *o.ref)
+		return o.ref.Matches(f.Service)
 	}
 	if o.allNamespaces || o.configFlags.Namespace == nil || *o.configFlags.Namespace == "" {
 		return true

@@ -176,13 +176,19 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 	return w
 }
 
-// hook order of tables per hook.
-var hookTables = map[string][]string{
-	"PREROUTING":  {"raw", "mangle", "nat"},
-	"INPUT":       {"mangle", "filter", "security"},
-	"FORWARD":     {"mangle", "filter", "security"},
-	"OUTPUT":      {"raw", "mangle", "nat", "filter", "security"},
-	"POSTROUTING": {"mangle", "nat"},
+// hookTables lists the tables of a hook in the kernel's priority order.
+func hookTables(hook string) []string {
+	switch hook {
+	case "PREROUTING":
+		return []string{"raw", "mangle", "nat"}
+	case "INPUT", "FORWARD":
+		return []string{"mangle", "filter", "security"}
+	case "OUTPUT":
+		return []string{"raw", "mangle", "nat", "filter", "security"}
+	case "POSTROUTING":
+		return []string{"mangle", "nat"}
+	}
+	return nil
 }
 
 // Walk returns every branch a new connection's first packet can take.
@@ -231,7 +237,7 @@ func (w *Walker) runHooks(s *state, hooks []string, out *[]Branch) {
 		}
 		return
 	}
-	w.runTables(s, h, hookTables[h], rest, out)
+	w.runTables(s, h, hookTables(h), rest, out)
 }
 
 func (w *Walker) runTables(s *state, hook string, tables []string, rest []string, out *[]Branch) {
