@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/plugins/iptables"
@@ -23,8 +24,9 @@ type NodeAnalysis struct {
 	Config inspect.ProxyConfig
 	// View is nil without API objects (a bare dump).
 	View *model.NodeView
-	// Rules is the ruleset of the backend that holds kube-proxy's chains.
-	Rules    *iptables.Ruleset
+	// Plane is the kernel state of kube-proxy's data plane: for iptables,
+	// the backend that holds kube-proxy's chains.
+	Plane    dataplane.Plane
 	NodeIPs  []netip.Addr
 	Expected *behavior.Table
 	Observed *behavior.Table
@@ -46,19 +48,18 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Rules = pickRuleset(byBackend)
-	if a.Rules == nil {
+	rules := pickRuleset(byBackend)
+	if rules == nil {
 		return nil, fmt.Errorf("node %s: the snapshot holds no %s iptables dump", node, family)
 	}
+	a.Plane = &iptables.Plane{Rules: rules}
 	if legacy, nft := byBackend["legacy"], byBackend["nf_tables"]; legacy != nil && nft != nil {
 		a.Findings = append(a.Findings, iptables.SplitBrain(node, legacy, nft)...)
 	}
-	if !iptables.HasKubeChains(a.Rules) && a.Config.Mode != "iptables" {
+	if !a.Plane.HasKubeProxy() && a.Config.Mode != a.Plane.Mode() {
 		return nil, fmt.Errorf("node %s: its iptables dumps hold no kube-proxy chains; if kube-proxy runs there in nftables or ipvs mode, this svctrace cannot read that data plane yet (tell it the mode is iptables with --proxy-mode on import to check an empty node)", node)
 	}
-	for _, n := range a.Rules.Notes {
-		a.Notes = append(a.Notes, n.String())
-	}
+	a.Notes = append(a.Notes, a.Plane.Notes()...)
 	a.inferConfig()
 	if s.Cluster != nil {
 		v, err := model.BuildNodeView(s.Cluster, node, family)
@@ -68,8 +69,7 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 		a.View = v
 	}
 	a.NodeIPs = nodeIPs(a.View, ns, family)
-	cidrs := behavior.ParsePrefixes(a.Config.ClusterCIDRs)
-	in := iptables.ObserveInput{Node: node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: cidrs}
+	in := dataplane.ObserveInput{Node: node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: behavior.ParsePrefixes(a.Config.ClusterCIDRs)}
 	if a.View != nil {
 		if len(a.View.NodeIPs) == 0 && len(ns.Addresses) > 0 {
 			a.View.NodeIPs = ns.Addresses
@@ -77,13 +77,13 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 		a.Expected = Expected(a.View, a.Config)
 		in.Expected = a.Expected.Frontends
 	}
-	a.Observed = iptables.Observe(a.Rules, in)
+	a.Observed = dataplane.Observe(a.Plane, in)
 	if a.Expected != nil {
 		a.Findings = append(a.Findings, Compare(a.Expected, a.Observed)...)
 	} else {
 		a.Notes = append(a.Notes, "no API objects in the snapshot: behaviour is read from the rules alone, and only text-level checks run")
 	}
-	a.Findings = foldOrphans(append(a.Findings, iptables.TextChecks(a.Rules, node, a.Config.Mode)...))
+	a.Findings = foldOrphans(append(a.Findings, a.Plane.Checks(node, a.Config.Mode)...))
 	a.Findings = behavior.Merge(a.Findings)
 	return a, nil
 }
@@ -125,25 +125,24 @@ func foldOrphans(fs []behavior.Finding) []behavior.Finding {
 }
 
 func (a *NodeAnalysis) inferConfig() {
-	in := iptables.Infer(a.Rules)
+	in := a.Plane.Infer()
 	if a.Config.Mode == "" && in.Mode != "" {
 		a.Config.Mode = in.Mode
-		a.Config.Inferred = append(a.Config.Inferred, "mode: "+in.Mode+" (kube-proxy's chains are in iptables)")
+		a.Config.Inferred = append(a.Config.Inferred, "mode: "+in.Mode+" (kube-proxy's objects are in "+a.Plane.Mode()+")")
 	}
-	if len(a.Config.ClusterCIDRs) == 0 && a.Config.DetectLocalMode == "" || a.Config.DetectLocalMode == "ClusterCIDR" && len(a.Config.ClusterCIDRs) == 0 {
-		if len(in.ClusterCIDRs) > 0 {
-			a.Config.ClusterCIDRs = in.ClusterCIDRs
-			for _, e := range in.Evidence {
-				if len(e) > 12 && e[:12] == "cluster CIDR" {
-					a.Config.Inferred = append(a.Config.Inferred, e)
-				}
+	detector := a.Config.DetectLocalMode == "" || a.Config.DetectLocalMode == "ClusterCIDR"
+	if detector && len(a.Config.ClusterCIDRs) == 0 && len(in.ClusterCIDRs) > 0 {
+		a.Config.ClusterCIDRs = in.ClusterCIDRs
+		for _, e := range in.Evidence {
+			if strings.HasPrefix(e, "cluster CIDR") {
+				a.Config.Inferred = append(a.Config.Inferred, e)
 			}
 		}
 	}
 	if a.Config.MasqueradeBit == nil && in.MasqueradeBit != 0 {
 		b := in.MasqueradeBit
 		a.Config.MasqueradeBit = &b
-		a.Config.Inferred = append(a.Config.Inferred, fmt.Sprintf("masquerade bit: %d (KUBE-MARK-MASQ)", b))
+		a.Config.Inferred = append(a.Config.Inferred, fmt.Sprintf("masquerade bit: %d (read off the masquerade mark rule)", b))
 	}
 	if len(a.Config.Inferred) > 0 && a.Config.Source == "" {
 		a.Config.Source = "inferred"

@@ -157,7 +157,7 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 			fmt.Fprint(w, ", masqueraded")
 		}
 		if b.AffinitySeconds > 0 {
-			fmt.Fprintf(w, ", client pinned for %ds (ClientIP affinity)", b.AffinitySeconds)
+			fmt.Fprintf(w, ", client pinned for %ds (ClientIP affinity, record %s)", b.AffinitySeconds, b.AffinityKey)
 		}
 		if b.Reason != "" && b.Verdict != "forward" {
 			fmt.Fprintf(w, "\n    reason: %s", b.Reason)
@@ -168,6 +168,9 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 				p := ""
 				if h.Probability > 0 {
 					p = fmt.Sprintf(" [p=%s]", behavior.FormatProbability(h.Probability))
+				}
+				if h.Element != "" {
+					p += "  [" + h.Element + "]"
 				}
 				fmt.Fprintf(w, "    %-6s line %-5d %s%s\n", h.Table, h.Line, h.Rule, p)
 			} else if wide {

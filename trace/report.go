@@ -38,6 +38,7 @@ type ExplainReport struct {
 type TraceReport struct {
 	metav1.TypeMeta `json:",inline"`
 	Node            string   `json:"node"`
+	Mode            string   `json:"mode,omitempty"`
 	Packet          string   `json:"packet"`
 	Branches        []Branch `json:"branches"`
 	Notes           []string `json:"notes,omitempty"`
@@ -54,8 +55,10 @@ type Branch struct {
 	Service    string `json:"service,omitempty"`
 	Pod        string `json:"pod,omitempty"`
 	// Affinity: the client is pinned to this backend for this many
-	// seconds.
+	// seconds, in the record AffinityKey (pass it to --affinity to trace
+	// the client's next connection).
 	AffinitySeconds int32    `json:"affinitySeconds,omitempty"`
+	AffinityKey     string   `json:"affinityKey,omitempty"`
 	Hops            []Hop    `json:"hops"`
 	Notes           []string `json:"notes,omitempty"`
 }
@@ -66,6 +69,7 @@ type Hop struct {
 	Chain       string  `json:"chain"`
 	Line        int     `json:"line,omitempty"`
 	Rule        string  `json:"rule"`
+	Element     string  `json:"element,omitempty"`
 	Probability float64 `json:"probability,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/reconcile"
@@ -22,8 +23,8 @@ type PacketSpec struct {
 }
 
 // ParsePacket reads a PacketSpec into a packet.
-func ParsePacket(p PacketSpec) (iptables.Packet, error) {
-	var pkt iptables.Packet
+func ParsePacket(p PacketSpec) (dataplane.Packet, error) {
+	var pkt dataplane.Packet
 	src, err := netip.ParseAddr(p.Src)
 	if err != nil {
 		return pkt, fmt.Errorf("--src %q: not an IP address", p.Src)
@@ -40,11 +41,11 @@ func ParsePacket(p PacketSpec) (iptables.Packet, error) {
 	if err != nil {
 		return pkt, fmt.Errorf("--dst %q: want IP:PORT[/PROTO]", p.Dst)
 	}
-	pkt = iptables.Packet{Src: src, Dst: ap.Addr(), Protocol: proto, SrcPort: 40000, DstPort: ap.Port(), Entry: iptables.EntryPrerouting}
+	pkt = dataplane.Packet{Src: src, Dst: ap.Addr(), Protocol: proto, SrcPort: 40000, DstPort: ap.Port(), Entry: dataplane.Prerouting}
 	switch p.From {
 	case "", "pod", "external":
 	case "node":
-		pkt.Entry = iptables.EntryOutput
+		pkt.Entry = dataplane.Output
 	default:
 		return pkt, fmt.Errorf("--from %q: want pod, node or external", p.From)
 	}
@@ -57,48 +58,39 @@ func Trace(a *reconcile.NodeAnalysis, c *inspect.Cluster, spec PacketSpec) (*Tra
 	if err != nil {
 		return nil, err
 	}
-	env := &iptables.Env{LocalAddrs: a.NodeIPs, Sticky: map[string]bool{}}
+	env := &dataplane.Env{LocalAddrs: a.NodeIPs, Sticky: map[string]bool{}}
 	for _, s := range spec.Sticky {
 		env.Sticky[s] = true
 	}
-	w := iptables.NewWalker(a.Rules, env)
-	r := &TraceReport{TypeMeta: NewTypeMeta("TraceReport"), Node: a.Node, Packet: pkt.String()}
+	r := &TraceReport{TypeMeta: NewTypeMeta("TraceReport"), Node: a.Node, Mode: a.Plane.Mode(), Packet: pkt.String()}
 	pods := podsOf(c, a.View)
-	for _, b := range w.Walk(pkt) {
-		tb := Branch{Probability: b.Probability, DNAT: b.DNAT, Masquerade: b.Masquerade, Reason: b.Reason, Notes: b.Notes}
-		switch {
-		case b.Verdict == iptables.VerdictReject:
+	for _, b := range a.Plane.Walker(env).Walk(pkt) {
+		tb := Branch{Probability: b.Probability, DNAT: b.DNAT, Masquerade: b.Masquerade, Reason: b.Reason,
+			AffinitySeconds: b.AffinitySeconds, AffinityKey: b.AffinityKey, Notes: b.Notes}
+		switch b.Verdict {
+		case dataplane.Reject:
 			tb.Verdict = "reject"
-		case b.Verdict == iptables.VerdictDrop:
+		case dataplane.Drop:
 			tb.Verdict = "drop"
-		case b.Verdict == iptables.VerdictRedirect:
+		case dataplane.Redirect:
 			tb.Verdict = "redirect"
 			tb.DNAT = "local port " + b.Redirect
-		case b.Verdict == iptables.VerdictMissing:
+		case dataplane.Missing:
 			tb.Verdict = "unknown"
 			tb.Reason = "jumps to " + b.Missing + ", which the dump does not hold"
-		case b.DNAT != "":
-			tb.Verdict = "forward"
 		default:
-			tb.Verdict = "accept"
-			tb.Reason = "no service rule translated the packet"
-		}
-		for _, set := range b.RecentSet {
-			if secs, ok := b.RecentChecked[set]; ok {
-				tb.AffinitySeconds = int32(secs)
+			if b.DNAT != "" {
+				tb.Verdict = "forward"
+			} else {
+				tb.Verdict = "accept"
+				tb.Reason = "no service rule translated the packet"
 			}
 		}
 		for _, h := range b.Hops {
-			hop := Hop{Table: h.Table, Chain: h.Chain, Probability: h.Probability}
-			if h.Rule != nil {
-				hop.Line, hop.Rule = h.Rule.Line, h.Rule.Raw
-				if tb.Service == "" {
-					tb.Service, _ = iptables.SPNFromComment(h.Rule.Comment())
-				}
-			} else {
-				hop.Rule = h.Note
+			tb.Hops = append(tb.Hops, Hop{Table: h.Table, Chain: h.Chain, Line: h.Line, Rule: h.Rule, Element: h.Element, Probability: h.Probability})
+			if tb.Service == "" && !h.IsPolicy {
+				tb.Service = serviceOfRule(h.Rule)
 			}
-			tb.Hops = append(tb.Hops, hop)
 		}
 		tb.Pod = pods[b.DNAT]
 		r.Branches = append(r.Branches, tb)
@@ -108,4 +100,16 @@ func Trace(a *reconcile.NodeAnalysis, c *inspect.Cluster, spec PacketSpec) (*Tra
 	}
 	r.Notes = append(r.Notes, a.Config.Inferred...)
 	return r, nil
+}
+
+// serviceOfRule names the Service a rule belongs to, from kube-proxy's
+// comment (iptables) or chain name (nftables: service-HASH-ns/name/proto/port).
+func serviceOfRule(rule string) string {
+	if _, c, ok := strings.Cut(rule, "--comment "); ok {
+		c = strings.TrimPrefix(c, `"`)
+		if spn, ok := iptables.SPNFromComment(strings.SplitN(c, `"`, 2)[0]); ok {
+			return spn
+		}
+	}
+	return ""
 }

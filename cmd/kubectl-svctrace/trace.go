@@ -46,7 +46,7 @@ DROP.`,
 	cmd.Flags().StringVar(&o.packet.Src, "src", "", "Source address of the packet")
 	cmd.Flags().StringVar(&o.packet.Dst, "dst", "", "Destination IP:PORT[/tcp|udp|sctp] (default protocol tcp)")
 	cmd.Flags().StringVar(&o.packet.From, "from", "pod", "Where the packet enters: pod or external (nat PREROUTING), node (nat OUTPUT)")
-	cmd.Flags().StringSliceVar(&o.packet.Sticky, "affinity", nil, "Affinity lists (KUBE-SEP-... recent names) that already hold the source: trace a returning client")
+	cmd.Flags().StringSliceVar(&o.packet.Sticky, "affinity", nil, "Affinity records that already hold the source (the affinityKey of an earlier trace: a KUBE-SEP-... recent list, an nftables affinity-... set): trace a returning client")
 	_ = cmd.MarkFlagRequired("src")
 	_ = cmd.MarkFlagRequired("dst")
 	return cmd

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/svctrace/svctrace/dataplane"
 )
 
 // renderLargeRuleset writes an iptables-save dump in the layout kube-proxy
@@ -163,11 +165,11 @@ func benchmarkObserve(b *testing.B, services, endpoints int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := ObserveInput{Node: "bench", Family: "IPv4",
+	in := dataplane.ObserveInput{Node: "bench", Family: "IPv4",
 		NodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t := Observe(rs, in)
+		t := dataplane.Observe(&Plane{Rules: rs}, in)
 		if len(t.Frontends) != services {
 			b.Fatalf("%d frontends, want %d", len(t.Frontends), services)
 		}

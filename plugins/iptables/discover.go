@@ -9,15 +9,9 @@ import (
 
 // discover lists the frontends the rules handle: destinations (address,
 // port, protocol) that kube-proxy's dispatch chains match on, and NodePorts.
-// Kinds come from the expected table where it knows the frontend, else from
-// kube-proxy's comment, else from the chain the rule jumps to.
-func discover(rs *Ruleset, expected []behavior.Frontend) []behavior.Frontend {
-	known := map[string]behavior.FrontendKind{}
-	for _, f := range expected {
-		if f.Key.Kind != behavior.NodePort {
-			known[f.Key.IP+"/"+strconv.Itoa(int(f.Key.Port))+"/"+f.Key.Protocol] = f.Key.Kind
-		}
-	}
+// Kinds come from kube-proxy's comment, else from the chain the rule jumps
+// to.
+func discover(rs *Ruleset) []behavior.Frontend {
 	var out []behavior.Frontend
 	seen := map[behavior.Key]bool{}
 	add := func(k behavior.Key, r *Rule) {
@@ -49,11 +43,7 @@ func discover(rs *Ruleset, expected []behavior.Frontend) []behavior.Frontend {
 				}
 				if r.Dest != nil && !r.Dest.Negate && r.Dest.Prefix.IsSingleIP() && !r.Dest.Prefix.Addr().IsLoopback() {
 					ip := r.Dest.Prefix.Addr().String()
-					kind, ok := known[ip+"/"+strconv.Itoa(int(port))+"/"+proto]
-					if !ok {
-						kind = kindOf(r)
-					}
-					add(behavior.Key{Kind: kind, IP: ip, Port: port, Protocol: proto}, r)
+					add(behavior.Key{Kind: kindOf(r), IP: ip, Port: port, Protocol: proto}, r)
 					continue
 				}
 				if nodePorts && (r.Dest == nil || r.Dest.Prefix.Addr().IsLoopback()) {

@@ -20,8 +20,11 @@ var (
 // match) and said in a note on the branch.
 func (w *Walker) matches(s *state, r *Rule) matchResult {
 	p := s.pkt
-	if r.Source != nil && r.Source.Prefix.Contains(p.Src) == r.Source.Negate {
-		return noMatch
+	if r.Source != nil {
+		s.srcTests = append(s.srcTests, r.Source.Prefix)
+		if r.Source.Prefix.Contains(p.Src) == r.Source.Negate {
+			return noMatch
+		}
 	}
 	if r.Dest != nil && r.Dest.Prefix.Contains(p.Dst) == r.Dest.Negate {
 		return noMatch

@@ -3,117 +3,36 @@ package iptables
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/svctrace/svctrace/dataplane"
 	"strconv"
 	"strings"
 )
 
-// Entry is where a packet enters the node's netfilter hooks.
-type Entry string
-
-const (
-	// EntryPrerouting: a packet arriving on an interface (from a pod or
-	// from outside): nat PREROUTING, then INPUT or FORWARD.
-	EntryPrerouting Entry = "prerouting"
-	// EntryOutput: a packet the node itself sends: OUTPUT, POSTROUTING.
-	EntryOutput Entry = "output"
+// Aliases of the data-plane neutral types, for readability here.
+type (
+	// Packet is dataplane.Packet.
+	Packet = dataplane.Packet
+	// Env is dataplane.Env.
+	Env = dataplane.Env
 )
 
-// Packet is the first packet of a new connection.
-type Packet struct {
-	Src, Dst         netip.Addr
-	Protocol         string // tcp, udp, sctp (lower case)
-	SrcPort, DstPort uint16
-	InIface          string
-	Entry            Entry
-}
-
-func (p Packet) String() string {
-	return fmt.Sprintf("%s %s:%d -> %s:%d (%s)", p.Protocol, p.Src, p.SrcPort, p.Dst, p.DstPort, p.Entry)
-}
-
-// Env is what the walker needs to know about the node.
-type Env struct {
-	// LocalAddrs are the node's own addresses (addrtype LOCAL); loopback
-	// ranges are always local.
-	LocalAddrs []netip.Addr
-	// Sticky names the recent lists (affinity) that already hold the
-	// packet's source, so rcheck matches for them. Nil for a new client.
-	Sticky map[string]bool
-}
-
-// IsLocal reports whether addr is one of the node's addresses.
-func (e *Env) IsLocal(a netip.Addr) bool {
-	if a.IsLoopback() {
-		return true
-	}
-	for _, l := range e.LocalAddrs {
-		if l == a {
-			return true
-		}
-	}
-	return false
-}
-
-// Hop is one rule a packet matched (or the policy it fell to).
-type Hop struct {
-	Table, Chain string
-	// Rule is nil for a chain policy.
-	Rule *Rule
-	// Probability of taking this rule given the path so far, when a
-	// statistic match made it a branch (0 otherwise).
-	Probability float64
-	// Note explains the hop (a policy, an assumption).
-	Note  string
-	chain *Chain
-}
-
-func (h Hop) String() string {
-	if h.Rule != nil {
-		return h.Rule.Raw
-	}
-	return fmt.Sprintf("%s/%s: %s", h.Table, h.Chain, h.Note)
-}
-
-// Final verdicts of a branch.
-const (
-	VerdictAccept   = "ACCEPT"
-	VerdictDrop     = "DROP"
-	VerdictReject   = "REJECT"
-	VerdictRedirect = "REDIRECT"
-	// VerdictMissing: the branch jumps to a chain the dump does not hold
-	// (an excerpt); Branch.Missing names it.
-	VerdictMissing = "MISSING"
-)
-
-// Branch is one way a packet can go, with its probability.
-type Branch struct {
-	Probability float64
-	Hops        []Hop
-	Verdict     string
-	// Reason is the comment of the rule that rejected or dropped it.
-	Reason string
-	// DNAT is the translated destination ("ip:port"), empty if none.
-	DNAT string
-	// Redirect is the local port of a REDIRECT (userspace proxier).
-	Redirect string
-	// Missing is the chain an excerpt jumps to without holding it.
-	Missing    string
-	Masquerade bool
-	Mark       uint32
-	// RecentSet are recent lists the packet's source was added to.
-	RecentSet []string
-	// RecentChecked maps recent lists checked on the way to their
-	// --seconds.
-	RecentChecked map[string]int
-	// Notes are assumptions made on this branch (unknown matches).
-	Notes []string
+// hop is one rule a packet matched (or the policy it fell to).
+type hop struct {
+	table, chain string
+	// rule is nil for a chain policy.
+	rule *Rule
+	// p is the probability of taking this rule given the path so far,
+	// when a statistic match made it a branch (0 otherwise).
+	p    float64
+	note string
 }
 
 // state is a packet in flight on one branch.
 type state struct {
 	pkt  Packet
 	prob float64
-	hops []Hop
+	hops []hop
 	mark uint32
 	dnat string
 	// verdict set when the branch terminated.
@@ -123,6 +42,8 @@ type state struct {
 	recentChecked                      map[string]int
 	notes                              []string
 	translated                         bool
+	// srcTests are the prefixes the source was tested against.
+	srcTests []netip.Prefix
 }
 
 // clone forks a branch. Slices are shared with their capacity cut to their
@@ -132,6 +53,7 @@ func (s *state) clone() *state {
 	s.hops = s.hops[:len(s.hops):len(s.hops)]
 	s.recentSet = s.recentSet[:len(s.recentSet):len(s.recentSet)]
 	s.notes = s.notes[:len(s.notes):len(s.notes)]
+	s.srcTests = s.srcTests[:len(s.srcTests):len(s.srcTests)]
 	c := *s
 	if s.recentChecked != nil {
 		c.recentChecked = make(map[string]int, len(s.recentChecked))
@@ -192,23 +114,23 @@ func hookTables(hook string) []string {
 }
 
 // Walk returns every branch a new connection's first packet can take.
-func (w *Walker) Walk(p Packet) []Branch {
+func (w *Walker) Walk(p Packet) []dataplane.Branch {
 	start := &state{pkt: p, prob: 1}
 	var hooks []string
-	if p.Entry == EntryOutput {
+	if p.Entry == dataplane.Output {
 		hooks = []string{"OUTPUT", "ROUTE", "POSTROUTING", "LOCALIN"}
 	} else {
 		hooks = []string{"PREROUTING", "ROUTE"}
 	}
-	var out []Branch
+	var out []dataplane.Branch
 	w.runHooks(start, hooks, &out)
 	return out
 }
 
-func (w *Walker) runHooks(s *state, hooks []string, out *[]Branch) {
+func (w *Walker) runHooks(s *state, hooks []string, out *[]dataplane.Branch) {
 	if len(hooks) == 0 {
 		if s.verdict == "" {
-			s.verdict = VerdictAccept
+			s.verdict = string(dataplane.Accept)
 		}
 		*out = append(*out, s.finish())
 		return
@@ -219,7 +141,7 @@ func (w *Walker) runHooks(s *state, hooks []string, out *[]Branch) {
 	case "ROUTE":
 		// Routing decision after DNAT: local destinations go to INPUT,
 		// others are forwarded.
-		if s.pkt.Entry == EntryOutput {
+		if s.pkt.Entry == dataplane.Output {
 			w.runHooks(s, rest, out)
 			return
 		}
@@ -240,7 +162,7 @@ func (w *Walker) runHooks(s *state, hooks []string, out *[]Branch) {
 	w.runTables(s, h, hookTables(h), rest, out)
 }
 
-func (w *Walker) runTables(s *state, hook string, tables []string, rest []string, out *[]Branch) {
+func (w *Walker) runTables(s *state, hook string, tables []string, rest []string, out *[]dataplane.Branch) {
 	if len(tables) == 0 {
 		w.runHooks(s, rest, out)
 		return
@@ -262,12 +184,29 @@ func (w *Walker) runTables(s *state, hook string, tables []string, rest []string
 	}
 }
 
-func (s *state) finish() Branch {
-	return Branch{
-		Probability: s.prob, Hops: s.hops, Verdict: s.verdict, Reason: s.reason,
-		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq, Mark: s.mark,
-		RecentSet: s.recentSet, RecentChecked: s.recentChecked, Notes: s.notes,
+func (s *state) finish() dataplane.Branch {
+	b := dataplane.Branch{
+		Probability: s.prob, Verdict: dataplane.Verdict(s.verdict), Reason: s.reason,
+		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq,
+		SourcePrefixes: s.srcTests, Notes: s.notes,
 	}
+	for _, h := range s.hops {
+		dh := dataplane.Hop{Table: h.table, Chain: h.chain, Probability: h.p}
+		if h.rule != nil {
+			dh.Line, dh.Rule = h.rule.Line, h.rule.Raw
+		} else {
+			dh.Rule, dh.IsPolicy = h.note, true
+		}
+		b.Hops = append(b.Hops, dh)
+	}
+	// ClientIP affinity: the branch adds its source to a recent list that
+	// an rcheck earlier on the path consults.
+	for _, set := range s.recentSet {
+		if secs, ok := s.recentChecked[set]; ok {
+			b.AffinitySeconds, b.AffinityKey = int32(secs), set
+		}
+	}
+	return b
 }
 
 // runChain evaluates a built-in chain of a table. It returns the states
@@ -282,11 +221,11 @@ func (w *Walker) runChain(s *state, table string, c *Chain, depth int) []*state 
 			// Fell off a built-in chain: its policy.
 			pol := c.Policy
 			if pol == "" || pol == "-" {
-				pol = VerdictAccept
+				pol = string(dataplane.Accept)
 			}
-			r.st.hops = append(r.st.hops, Hop{Table: table, Chain: c.Name, Note: "policy " + pol})
-			if pol == VerdictDrop {
-				r.st.verdict = VerdictDrop
+			r.st.hops = append(r.st.hops, hop{table: table, chain: c.Name, note: "policy " + pol})
+			if pol == string(dataplane.Drop) {
+				r.st.verdict = string(dataplane.Drop)
 				r.st.reason = fmt.Sprintf("policy DROP of %s/%s", table, c.Name)
 			}
 		}
@@ -361,7 +300,7 @@ func (w *Walker) then(res []result, table string, c *Chain, rest []*Rule, depth 
 // apply performs a matched rule's target. flowEnd means "continue with the
 // next rule of this chain".
 func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, depth int) []result {
-	s.hops = append(s.hops, Hop{Table: table, Chain: c.Name, Rule: r, Probability: p, chain: c})
+	s.hops = append(s.hops, hop{table: table, chain: c.Name, rule: r, p: p})
 	for _, m := range r.Matches {
 		if m.Module == "recent" {
 			if _, ok := m.Option("set"); ok {
@@ -377,10 +316,10 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 	case "ACCEPT":
 		return []result{{st: s, flow: flowStop}}
 	case "DROP":
-		s.verdict, s.reason = VerdictDrop, r.Comment()
+		s.verdict, s.reason = string(dataplane.Drop), r.Comment()
 		return []result{{st: s, flow: flowVerdict}}
 	case "REJECT":
-		s.verdict, s.reason = VerdictReject, r.Comment()
+		s.verdict, s.reason = string(dataplane.Reject), r.Comment()
 		return []result{{st: s, flow: flowVerdict}}
 	case "RETURN":
 		return []result{{st: s, flow: flowReturn}}
@@ -392,7 +331,7 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		if len(o.Args) > 0 {
 			s.redirect = o.Args[0]
 		}
-		s.verdict = VerdictRedirect
+		s.verdict = string(dataplane.Redirect)
 		return []result{{st: s, flow: flowVerdict}}
 	case "MASQUERADE", "SNAT":
 		s.masq = true
@@ -408,7 +347,7 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		if strings.HasPrefix(r.Target, "KUBE-") {
 			// Only an excerpt can jump to a chain it does not hold (the
 			// kernel refuses such a rule): the branch ends there.
-			s.verdict, s.missing = VerdictMissing, r.Target
+			s.verdict, s.missing = string(dataplane.Missing), r.Target
 			return []result{{st: s, flow: flowVerdict}}
 		}
 		s.note("%s: target %s is neither a known target nor a chain of table %s; ignored", r.Ref(), r.Target, table)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/svctrace/svctrace/dataplane"
 )
 
 func loadFixture(t *testing.T) *Ruleset {
@@ -22,7 +24,7 @@ func loadFixture(t *testing.T) *Ruleset {
 
 var node1 = &Env{LocalAddrs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}}
 
-func pkt(src, dst string, port uint16, proto string, entry Entry) Packet {
+func pkt(src, dst string, port uint16, proto string, entry dataplane.Entry) Packet {
 	return Packet{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), DstPort: port, SrcPort: 40000, Protocol: proto, Entry: entry}
 }
 
@@ -35,26 +37,26 @@ func TestWalk(t *testing.T) {
 		// want maps a branch summary to its probability.
 		want map[string]float64
 	}{
-		{"clusterIP from a pod", node1, pkt("10.244.0.9", "10.96.94.233", 80, "tcp", EntryPrerouting),
+		{"clusterIP from a pod", node1, pkt("10.244.0.9", "10.96.94.233", 80, "tcp", dataplane.Prerouting),
 			map[string]float64{"dnat 10.244.0.5:8080": 1.0 / 3, "dnat 10.244.0.6:8080": 1.0 / 3, "dnat 10.244.1.7:8080": 1.0 / 3}},
-		{"clusterIP from outside is masqueraded", node1, pkt("198.18.0.1", "10.96.94.233", 80, "tcp", EntryPrerouting),
+		{"clusterIP from outside is masqueraded", node1, pkt("198.18.0.1", "10.96.94.233", 80, "tcp", dataplane.Prerouting),
 			map[string]float64{"dnat 10.244.0.5:8080 masq": 1.0 / 3, "dnat 10.244.0.6:8080 masq": 1.0 / 3, "dnat 10.244.1.7:8080 masq": 1.0 / 3}},
-		{"hairpin: a pod to itself is masqueraded", node1, pkt("10.244.0.5", "10.96.94.233", 80, "tcp", EntryPrerouting),
+		{"hairpin: a pod to itself is masqueraded", node1, pkt("10.244.0.5", "10.96.94.233", 80, "tcp", dataplane.Prerouting),
 			map[string]float64{"dnat 10.244.0.5:8080 masq": 1.0 / 3, "dnat 10.244.0.6:8080": 1.0 / 3, "dnat 10.244.1.7:8080": 1.0 / 3}},
-		{"no endpoints: REJECT with kube-proxy's reason", node1, pkt("10.244.0.9", "10.96.0.1", 443, "tcp", EntryPrerouting),
+		{"no endpoints: REJECT with kube-proxy's reason", node1, pkt("10.244.0.9", "10.96.0.1", 443, "tcp", dataplane.Prerouting),
 			map[string]float64{"REJECT default/kubernetes:https has no endpoints": 1}},
-		{"NodePort without endpoints from the node", node1, pkt("192.0.2.10", "192.0.2.10", 30080, "tcp", EntryOutput),
+		{"NodePort without endpoints from the node", node1, pkt("192.0.2.10", "192.0.2.10", 30080, "tcp", dataplane.Output),
 			map[string]float64{"REJECT default/web-np:http has no endpoints": 1}},
-		{"LB IP from an allowed range: local endpoint only", node1, pkt("203.0.113.9", "198.51.100.50", 80, "tcp", EntryPrerouting),
+		{"LB IP from an allowed range: local endpoint only", node1, pkt("203.0.113.9", "198.51.100.50", 80, "tcp", dataplane.Prerouting),
 			map[string]float64{"dnat 10.244.0.20:8080 affinity": 1}},
-		{"LB IP from elsewhere: dropped by the firewall", node1, pkt("198.18.0.1", "198.51.100.50", 80, "tcp", EntryPrerouting),
+		{"LB IP from elsewhere: dropped by the firewall", node1, pkt("198.18.0.1", "198.51.100.50", 80, "tcp", dataplane.Prerouting),
 			map[string]float64{"DROP shop/cart:http traffic not accepted by KUBE-FW-I5LIAMPLWKMBJ54B": 1}},
 		{"returning client follows affinity", &Env{LocalAddrs: node1.LocalAddrs, Sticky: map[string]bool{"KUBE-SEP-ENGSELX4FOGUBO5Q": true}},
-			pkt("10.244.0.9", "10.96.40.90", 80, "tcp", EntryPrerouting),
+			pkt("10.244.0.9", "10.96.40.90", 80, "tcp", dataplane.Prerouting),
 			map[string]float64{"dnat 10.244.1.21:8080 affinity": 1}},
-		{"UDP and TCP on one port are separate", node1, pkt("10.244.0.9", "10.96.64.120", 53, "udp", EntryPrerouting),
+		{"UDP and TCP on one port are separate", node1, pkt("10.244.0.9", "10.96.64.120", 53, "udp", dataplane.Prerouting),
 			map[string]float64{"dnat 10.244.0.30:5353": 1}},
-		{"not a service", node1, pkt("10.244.0.9", "10.96.99.99", 80, "tcp", EntryPrerouting),
+		{"not a service", node1, pkt("10.244.0.9", "10.96.99.99", 80, "tcp", dataplane.Prerouting),
 			map[string]float64{"ACCEPT": 1}},
 	}
 	for _, c := range cases {
@@ -80,23 +82,21 @@ func TestWalk(t *testing.T) {
 	}
 }
 
-func summary(b Branch) string {
+func summary(b dataplane.Branch) string {
 	switch {
 	case b.DNAT != "":
 		s := "dnat " + b.DNAT
 		if b.Masquerade {
 			s += " masq"
 		}
-		for _, set := range b.RecentSet {
-			if _, ok := b.RecentChecked[set]; ok {
-				s += " affinity"
-			}
+		if b.AffinitySeconds > 0 {
+			s += " affinity"
 		}
 		return s
-	case b.Verdict == VerdictAccept:
+	case b.Verdict == dataplane.Accept:
 		return "ACCEPT"
 	}
-	return strings.TrimSpace(b.Verdict + " " + b.Reason)
+	return strings.TrimSpace(string(b.Verdict) + " " + b.Reason)
 }
 
 func TestChainNames(t *testing.T) {

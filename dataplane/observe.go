@@ -1,41 +1,42 @@
-package iptables
+package dataplane
 
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
 )
 
-// ObserveInput is what Observe needs beyond the rules.
+// ObserveInput is what Observe needs beyond the kernel state.
 type ObserveInput struct {
 	Node   string
 	Family string
-	// NodeIPs are the node's addresses (addrtype LOCAL). When empty a
-	// stand-in address is used and said in a note.
+	// NodeIPs are the node's addresses. When empty a stand-in address is
+	// used and said in a note.
 	NodeIPs      []netip.Addr
 	ClusterCIDRs []netip.Prefix
-	// Expected frontends are walked even when no rule mentions them, so a
-	// missing frontend shows as unhandled; their kinds, services and
-	// source ranges name what the rules alone cannot.
+	// Expected frontends are walked even when the state does not mention
+	// them, so a missing frontend shows as unhandled; their kinds and
+	// services name what the state alone cannot.
 	Expected []behavior.Frontend
 }
 
-// Observe walks the rules for every frontend they or the expected table
-// mention and returns what the kernel does with each: the observed
-// behaviour table.
-func Observe(rs *Ruleset, in ObserveInput) *behavior.Table {
+// Observe walks the kernel state for every frontend it or the expected
+// table mentions and returns what the kernel does with each: the observed
+// behaviour table. It works on any data plane through Plane.
+func Observe(p Plane, in ObserveInput) *behavior.Table {
 	t := &behavior.Table{Node: in.Node, Family: in.Family}
 	nodeIPs := in.NodeIPs
 	if len(nodeIPs) == 0 {
-		p := behavior.ChooseProbes(nil, nil, nil)
-		nodeIPs = []netip.Addr{p.Node}
-		t.Notes = append(t.Notes, fmt.Sprintf("node addresses unknown: %s stands in for the node's address", p.Node))
+		pr := behavior.ChooseProbes(nil, nil, nil)
+		nodeIPs = []netip.Addr{pr.Node}
+		t.Notes = append(t.Notes, fmt.Sprintf("node addresses unknown: %s stands in for the node's address", pr.Node))
 	}
 	env := &Env{LocalAddrs: nodeIPs}
-	w := NewWalker(rs, env)
+	w := p.Walker(env)
 
 	keys := map[behavior.Key]*behavior.Frontend{}
 	var order []behavior.Key
@@ -43,29 +44,38 @@ func Observe(rs *Ruleset, in ObserveInput) *behavior.Table {
 		if _, ok := keys[f.Key]; ok {
 			return
 		}
-		fc := f
-		keys[f.Key] = &fc
+		keys[f.Key] = &behavior.Frontend{Key: f.Key, Service: f.Service, SourceRanges: f.SourceRanges}
 		order = append(order, f.Key)
 	}
+	// A frontend the state names with another kind than the model (an
+	// address that is an external IP of one Service is only an address to
+	// the kernel) takes the model's kind.
+	kinds := map[string]behavior.FrontendKind{}
 	for _, f := range in.Expected {
-		add(behavior.Frontend{Key: f.Key, Service: f.Service, SourceRanges: f.SourceRanges})
+		add(f)
+		kinds[addrKey(f.Key)] = f.Key.Kind
 	}
-	for _, f := range discover(rs, in.Expected) {
+	for _, f := range p.Frontends() {
+		if k, ok := kinds[addrKey(f.Key)]; ok && f.Key.Kind != behavior.NodePort && k != behavior.NodePort {
+			f.Key.Kind = k
+		}
 		add(f)
 	}
 	for _, k := range order {
 		f := keys[k]
-		observeFrontend(w, env, f, nodeIPs, in.ClusterCIDRs)
+		observeFrontend(w, f, nodeIPs, in.ClusterCIDRs)
 		t.Frontends = append(t.Frontends, *f)
 	}
-	for _, n := range rs.Notes {
-		t.Notes = append(t.Notes, n.String())
-	}
+	t.Notes = append(t.Notes, p.Notes()...)
 	t.Sort()
 	return t
 }
 
-func observeFrontend(w *Walker, env *Env, f *behavior.Frontend, nodeIPs []netip.Addr, cidrs []netip.Prefix) {
+func addrKey(k behavior.Key) string {
+	return fmt.Sprintf("%s/%d/%s", k.IP, k.Port, k.Protocol)
+}
+
+func observeFrontend(w Walker, f *behavior.Frontend, nodeIPs []netip.Addr, cidrs []netip.Prefix) {
 	dst := nodeIPs[0]
 	if f.Key.IP != "" {
 		if a, err := netip.ParseAddr(f.Key.IP); err == nil {
@@ -80,17 +90,16 @@ func observeFrontend(w *Walker, env *Env, f *behavior.Frontend, nodeIPs []netip.
 	// source outside them all get dropped?
 	cands := behavior.ParsePrefixes(f.SourceRanges)
 	probes := behavior.ChooseProbes(cidrs, nodeIPs, cands)
-	firstWalk := w.Walk(pkt(probes.External, EntryPrerouting))
-	cands = mergePrefixes(cands, sourceCandidates(firstWalk, cidrs))
+	cands = mergePrefixes(cands, sourceCandidates(w.Walk(pkt(probes.External, Prerouting)), cidrs))
 	probes = behavior.ChooseProbes(cidrs, nodeIPs, cands)
 	var allowed []netip.Prefix
-	outside := summarize(w.Walk(pkt(probes.Outside, EntryPrerouting)))
+	outside := summarize(w.Walk(pkt(probes.Outside, Prerouting)))
 	if len(cands) > 0 && outside.Verdict != behavior.Forward {
 		for _, c := range cands {
-			if c.Bits() == c.Addr().BitLen() {
-				continue // a hairpin /32 rule, not a range
+			if c.IsSingleIP() {
+				continue // a hairpin rule for one address, not a range
 			}
-			if summarize(w.Walk(pkt(behavior.LastHost(c), EntryPrerouting))).Verdict == behavior.Forward {
+			if summarize(w.Walk(pkt(behavior.LastHost(c), Prerouting))).Verdict == behavior.Forward {
 				allowed = append(allowed, c)
 			}
 		}
@@ -106,30 +115,25 @@ func observeFrontend(w *Walker, env *Env, f *behavior.Frontend, nodeIPs []netip.
 		var br []Branch
 		switch c {
 		case behavior.FromPod:
-			br = w.Walk(pkt(probes.Pod, EntryPrerouting))
+			br = w.Walk(pkt(probes.Pod, Prerouting))
 		case behavior.FromNode:
-			br = w.Walk(pkt(probes.Node, EntryOutput))
+			br = w.Walk(pkt(probes.Node, Output))
 		case behavior.FromExternal:
-			br = w.Walk(pkt(probes.External, EntryPrerouting))
+			br = w.Walk(pkt(probes.External, Prerouting))
 		}
-		o := summarize(br)
-		f.Outcomes[c] = o
+		f.Outcomes[c] = summarize(br)
 		if f.Affinity == nil {
 			f.Affinity = affinityOf(br)
-		}
-		if f.Service == "" {
-			f.Service = serviceOf(br)
 		}
 	}
 	// Hairpin: a pod reaching itself through the frontend is masqueraded.
 	o := f.Outcomes[behavior.FromPod]
 	for i, b := range o.Backends {
-		host, _ := splitHostPort(b.Endpoint)
-		a, err := netip.ParseAddr(host)
+		ap, err := netip.ParseAddrPort(b.Endpoint)
 		if err != nil {
 			continue
 		}
-		for _, br := range w.Walk(pkt(a, EntryPrerouting)) {
+		for _, br := range w.Walk(pkt(ap.Addr(), Prerouting)) {
 			if br.DNAT == b.Endpoint && br.Masquerade {
 				o.Backends[i].HairpinMasquerade = true
 			}
@@ -165,10 +169,10 @@ func summarize(br []Branch) behavior.Outcome {
 			addBackend("? via "+b.Missing+" (chain not in the dump)", b)
 		case b.Redirect != "":
 			addBackend("local:"+b.Redirect+" (userspace proxy)", b)
-		case b.Verdict == VerdictReject:
+		case b.Verdict == Reject:
 			rejectP += b.Probability
 			o.Reason, o.Rules = b.Reason, hopTexts(b.Hops)
-		case b.Verdict == VerdictDrop:
+		case b.Verdict == Drop:
 			dropP += b.Probability
 			if o.Reason == "" || rejectP == 0 {
 				o.Reason, o.Rules = b.Reason, hopTexts(b.Hops)
@@ -219,75 +223,40 @@ func round(p float64) float64 {
 func hopTexts(hops []Hop) []string {
 	out := make([]string, 0, len(hops))
 	for _, h := range hops {
-		if h.Rule != nil {
-			out = append(out, h.Table+": "+h.Rule.Raw)
+		if h.IsPolicy {
+			continue
 		}
+		t := h.Table + ": " + h.Rule
+		if h.Element != "" {
+			t += "  [" + h.Element + "]"
+		}
+		out = append(out, t)
 	}
 	return out
 }
 
-// affinityOf reads ClientIP affinity off forwarding branches: the branch
-// adds its source to a recent list that an earlier rcheck on the path
-// consults.
+// affinityOf reads ClientIP affinity off the forwarding branches.
 func affinityOf(br []Branch) *behavior.Affinity {
 	for _, b := range br {
-		if b.DNAT == "" {
-			continue
-		}
-		for _, set := range b.RecentSet {
-			if secs, ok := b.RecentChecked[set]; ok {
-				return &behavior.Affinity{TimeoutSeconds: int32(secs)}
-			}
+		if b.DNAT != "" && b.AffinitySeconds > 0 {
+			return &behavior.Affinity{TimeoutSeconds: b.AffinitySeconds}
 		}
 	}
 	return nil
 }
 
-// serviceOf names the service from kube-proxy's comments on the path.
-func serviceOf(br []Branch) string {
-	for _, b := range br {
-		for _, h := range b.Hops {
-			if h.Rule == nil {
-				continue
-			}
-			if spn, ok := SPNFromComment(h.Rule.Comment()); ok {
-				return spn
-			}
-		}
-	}
-	return ""
-}
-
+// sourceCandidates are the ranges the paths tested the source against,
+// less the local-traffic detector's: the candidate firewall ranges.
 func sourceCandidates(br []Branch, cidrs []netip.Prefix) []netip.Prefix {
 	var out []netip.Prefix
-	seen := map[*Rule]bool{}
 	for _, b := range br {
-		for _, h := range b.Hops {
-			if h.Rule == nil {
-				continue
-			}
-			c := h.chain
-			if c == nil || seen[h.Rule] {
-				continue
-			}
-			seen[h.Rule] = true
-			for _, r := range c.Rules {
-				if r.Source != nil && !r.Source.Negate && !inPrefixes(r.Source.Prefix, cidrs) {
-					out = append(out, r.Source.Prefix)
-				}
+		for _, p := range b.SourcePrefixes {
+			if !slices.Contains(cidrs, p) {
+				out = append(out, p)
 			}
 		}
 	}
 	return out
-}
-
-func inPrefixes(p netip.Prefix, ps []netip.Prefix) bool {
-	for _, x := range ps {
-		if x == p {
-			return true
-		}
-	}
-	return false
 }
 
 func mergePrefixes(a, b []netip.Prefix) []netip.Prefix {

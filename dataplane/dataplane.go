@@ -1,0 +1,168 @@
+// Package dataplane is the contract between svctrace and each kube-proxy
+// data plane (iptables, nftables, ...): a packet, the paths it can take
+// through a node's rules, and what a parsed kernel state must offer so that
+// observe, trace, explain and drift need no mode-specific code.
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/svctrace/svctrace/behavior"
+)
+
+// Entry is where a packet enters the node's netfilter hooks.
+type Entry string
+
+const (
+	// Prerouting: a packet arriving on an interface (from a pod or from
+	// outside): prerouting, then input or forward, then postrouting.
+	Prerouting Entry = "prerouting"
+	// Output: a packet the node itself sends: output, postrouting (and
+	// input when it is addressed to the node).
+	Output Entry = "output"
+)
+
+// Packet is the first packet of a new connection.
+type Packet struct {
+	Src, Dst         netip.Addr
+	Protocol         string // tcp, udp, sctp (lower case)
+	SrcPort, DstPort uint16
+	// InIface is the input interface, when known ("" otherwise).
+	InIface string
+	Entry   Entry
+}
+
+func (p Packet) String() string {
+	return fmt.Sprintf("%s %s -> %s (%s)", p.Protocol, netip.AddrPortFrom(p.Src, p.SrcPort), netip.AddrPortFrom(p.Dst, p.DstPort), p.Entry)
+}
+
+// Env is what a walker needs to know about the node.
+type Env struct {
+	// LocalAddrs are the node's own addresses (addrtype LOCAL, fib daddr
+	// type local); loopback addresses are always local.
+	LocalAddrs []netip.Addr
+	// Sticky names the affinity records that already hold the packet's
+	// source (iptables recent lists, nftables affinity sets), so that an
+	// affinity check matches for them. Nil for a new client.
+	Sticky map[string]bool
+}
+
+// IsLocal reports whether a is one of the node's addresses.
+func (e *Env) IsLocal(a netip.Addr) bool {
+	if a.IsLoopback() {
+		return true
+	}
+	for _, l := range e.LocalAddrs {
+		if l == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Verdict is the fate of a branch.
+type Verdict string
+
+const (
+	Accept Verdict = "ACCEPT"
+	Drop   Verdict = "DROP"
+	Reject Verdict = "REJECT"
+	// Redirect: to a local port (the userspace proxier).
+	Redirect Verdict = "REDIRECT"
+	// Missing: the path jumps to a chain the dump does not hold (only an
+	// excerpt can).
+	Missing Verdict = "MISSING"
+)
+
+// Hop is one rule a packet matched, or a policy it fell to.
+type Hop struct {
+	// Table is the iptables table (nat, filter) or the nftables table
+	// ("ip kube-proxy").
+	Table string
+	Chain string
+	// Line is the rule's line in the dump (iptables) or its handle
+	// (nftables); 0 for a policy or an assumed rule.
+	Line int
+	// Rule is the rule as the kernel prints it; for a policy, a note.
+	Rule string
+	// Element is the set or map element that matched, when the rule
+	// looked one up (nftables).
+	Element string
+	// Probability of this hop given the path so far, when it is a random
+	// branch (statistic, numgen); 0 otherwise.
+	Probability float64
+	// IsPolicy marks a chain policy rather than a rule.
+	IsPolicy bool
+}
+
+func (h Hop) String() string { return h.Rule }
+
+// Branch is one way a packet can go, with its probability.
+type Branch struct {
+	Probability float64
+	Hops        []Hop
+	Verdict     Verdict
+	// Reason is kube-proxy's comment on the rule that rejected or dropped
+	// the packet.
+	Reason string
+	// DNAT is the translated destination ("ip:port"), empty if none.
+	DNAT string
+	// Redirect is the local port of a REDIRECT.
+	Redirect string
+	// Missing is the chain an excerpt jumps to without holding it.
+	Missing    string
+	Masquerade bool
+	// AffinitySeconds: the branch records its client so that the client
+	// keeps this backend for that long (ClientIP affinity); 0 without.
+	AffinitySeconds int32
+	// AffinityKey names the affinity record (recent list, nftables set)
+	// the branch writes: pass it in Env.Sticky to trace a returning
+	// client.
+	AffinityKey string
+	// SourcePrefixes are the address ranges the path tested the source
+	// against (firewall ranges, local-traffic detector), for finding the
+	// source ranges a frontend allows.
+	SourcePrefixes []netip.Prefix
+	// Notes are assumptions made on this branch (what could not be
+	// evaluated).
+	Notes []string
+}
+
+// Walker walks packets through a parsed kernel state.
+type Walker interface {
+	Walk(Packet) []Branch
+}
+
+// Inferred is what a kernel state tells of kube-proxy's settings.
+type Inferred struct {
+	Mode          string
+	ClusterCIDRs  []string
+	MasqueradeBit int32
+	// Evidence says, per setting, where it was read.
+	Evidence []string
+}
+
+// Plane is one parsed kernel state of one node and IP family, in the form
+// svctrace works with.
+type Plane interface {
+	// Mode is the kube-proxy mode whose objects this is ("iptables",
+	// "nftables").
+	Mode() string
+	// HasKubeProxy reports whether kube-proxy's objects exist in it.
+	HasKubeProxy() bool
+	// Walker walks packets through it.
+	Walker(env *Env) Walker
+	// Frontends are the Service frontends the state handles, with the
+	// Service named where the state tells (comments, chain and set
+	// names). Outcomes are left empty: observe fills them by walking.
+	Frontends() []behavior.Frontend
+	// Checks are text-level findings behaviour cannot show: orphaned
+	// chains or sets, leftovers of other proxy modes. mode is kube-proxy's
+	// configured mode ("" when unknown).
+	Checks(node, mode string) []behavior.Finding
+	// Infer reads kube-proxy's settings off the state.
+	Infer() Inferred
+	// Notes are what the parser inferred or could not understand.
+	Notes() []string
+}

@@ -1,0 +1,43 @@
+package iptables
+
+import (
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// Plane is a parsed iptables dump as a data plane.
+type Plane struct {
+	Rules *Ruleset
+}
+
+var _ dataplane.Plane = (*Plane)(nil)
+
+// Mode implements dataplane.Plane.
+func (p *Plane) Mode() string { return "iptables" }
+
+// HasKubeProxy implements dataplane.Plane.
+func (p *Plane) HasKubeProxy() bool { return HasKubeChains(p.Rules) }
+
+// Walker implements dataplane.Plane.
+func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker { return NewWalker(p.Rules, env) }
+
+// Frontends implements dataplane.Plane.
+func (p *Plane) Frontends() []behavior.Frontend { return discover(p.Rules) }
+
+// Checks implements dataplane.Plane.
+func (p *Plane) Checks(node, mode string) []behavior.Finding { return TextChecks(p.Rules, node, mode) }
+
+// Infer implements dataplane.Plane.
+func (p *Plane) Infer() dataplane.Inferred {
+	in := Infer(p.Rules)
+	return dataplane.Inferred{Mode: in.Mode, ClusterCIDRs: in.ClusterCIDRs, MasqueradeBit: in.MasqueradeBit, Evidence: in.Evidence}
+}
+
+// Notes implements dataplane.Plane.
+func (p *Plane) Notes() []string {
+	var out []string
+	for _, n := range p.Rules.Notes {
+		out = append(out, n.String())
+	}
+	return out
+}
