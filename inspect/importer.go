@@ -16,6 +16,8 @@ type ImportOptions struct {
 	// or iptables -S lines).
 	IPTablesSave  []string
 	IP6TablesSave []string
+	// NFTJSON are nft -j list ruleset outputs.
+	NFTJSON []string
 	// Table is the table of headerless dumps, when the user says it.
 	Table string
 	// KubeProxy holds settings given as flags.
@@ -65,8 +67,11 @@ func Import(o ImportOptions) (*Snapshot, error) {
 	if err := add(o.IP6TablesSave, CollectorIP6TablesSave, "IPv6"); err != nil {
 		return nil, err
 	}
+	if err := add(o.NFTJSON, CollectorNFTJSON, ""); err != nil {
+		return nil, err
+	}
 	if len(ns.Dumps) == 0 {
-		return nil, fmt.Errorf("importing node %s: no dump given (--iptables-save FILE)", o.Node)
+		return nil, fmt.Errorf("importing node %s: no dump given (--iptables-save FILE, --nft-json FILE)", o.Node)
 	}
 	if o.Cluster == nil {
 		s.Metadata.Notes = append(s.Metadata.Notes, "no API objects: a bare dump; Services are named from rule comments and chain hashes")

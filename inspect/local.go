@@ -23,8 +23,8 @@ var saveCommands = []struct {
 }
 
 // CollectLocal reads the kernel state of the network namespace the process
-// runs in: iptables dumps of both backends and families, and the local
-// addresses. Tools that are not installed are noted, not fatal; a dump
+// runs in: iptables dumps of both backends and families, the nftables
+// ruleset as JSON, and the local addresses. Tools that are not installed are noted, not fatal; a dump
 // command that fails is an error.
 func CollectLocal(ctx context.Context, node string) (NodeState, []string, error) {
 	ns := NodeState{Name: node, CapturedAt: time.Now().UTC()}
@@ -49,8 +49,20 @@ func CollectLocal(ctx context.Context, node string) (NodeState, []string, error)
 		}
 		ns.Dumps = append(ns.Dumps, Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: c.bin, Text: out.String()})
 	}
+	if path, err := exec.LookPath("nft"); err != nil {
+		notes = append(notes, "nft not installed: the nftables ruleset was not read")
+	} else {
+		found++
+		var out, errb bytes.Buffer
+		cmd := exec.CommandContext(ctx, path, "-j", "list", "ruleset")
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return ns, notes, fmt.Errorf("running nft -j list ruleset: %v: %s", err, strings.TrimSpace(errb.String()))
+		}
+		ns.Dumps = append(ns.Dumps, Dump{Collector: CollectorNFTJSON, Origin: "nft -j list ruleset", Text: out.String()})
+	}
 	if found == 0 {
-		return ns, notes, fmt.Errorf("no iptables-save command found (install iptables)")
+		return ns, notes, fmt.Errorf("neither iptables-save nor nft found (install iptables and nftables)")
 	}
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {

@@ -68,6 +68,8 @@ type NodeState struct {
 const (
 	CollectorIPTablesSave  = "iptables-save"
 	CollectorIP6TablesSave = "ip6tables-save"
+	// CollectorNFTJSON is the output of nft -j list ruleset.
+	CollectorNFTJSON = "nft-json"
 )
 
 // Dump is one collector output, verbatim.

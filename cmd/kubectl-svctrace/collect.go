@@ -16,6 +16,7 @@ type collectOptions struct {
 	outFile       string
 	iptablesSave  []string
 	ip6tablesSave []string
+	nftJSON       []string
 	table         string
 	mode          string
 	addresses     []string
@@ -39,6 +40,9 @@ comments and chain hashes.`,
 		Example: `  # Import captured files
   kubectl svctrace collect --node node1 --objects objects.yaml --iptables-save node1.iptables-save.txt -f snap.yaml
 
+  # A node in nftables mode
+  kubectl svctrace collect --node node2 --objects objects.yaml --nft-json node2.nft.json -f snap.yaml
+
   # A bare dump pasted from a ticket (iptables -S lines, table inferred)
   kubectl svctrace collect --node node1 --iptables-save rules.txt -f snap.yaml
 
@@ -59,6 +63,7 @@ comments and chain hashes.`,
 	cmd.Flags().StringVarP(&o.outFile, "filename", "f", "", "Write the snapshot here (.yaml or .json; - for stdout)")
 	cmd.Flags().StringSliceVar(&o.iptablesSave, "iptables-save", nil, "Import: iptables-save output (or iptables -S lines) of the node")
 	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
+	cmd.Flags().StringSliceVar(&o.nftJSON, "nft-json", nil, "Import: nft -j list ruleset output of the node (the JSON form: the text form of nft list ruleset loses types)")
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
 	cmd.Flags().StringVar(&o.mode, "proxy-mode", "", "Import: kube-proxy's mode, if known")
 	cmd.Flags().StringSliceVar(&o.addresses, "node-ip", nil, "Import: the node's addresses, when --objects has no Node object for it")
@@ -67,7 +72,7 @@ comments and chain hashes.`,
 }
 
 func (o *collectOptions) importing() bool {
-	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0
+	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0 || len(o.nftJSON) > 0
 }
 
 func (o *collectOptions) validate() error {
@@ -82,12 +87,12 @@ func (o *collectOptions) validate() error {
 	}
 	if o.importing() {
 		if o.local || o.snapshotFile != "" {
-			return fmt.Errorf("importing dumps (--iptables-save) excludes --local and --snapshot")
+			return fmt.Errorf("importing dumps (--iptables-save, --nft-json) excludes --local and --snapshot")
 		}
 		return nil
 	}
 	if !o.local {
-		return fmt.Errorf("give dumps to import (--iptables-save FILE) or --local to read this node")
+		return fmt.Errorf("give dumps to import (--iptables-save FILE, --nft-json FILE) or --local to read this node")
 	}
 	return o.commonOptions.validate()
 }
@@ -109,7 +114,7 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 		}
 		var err error
 		s, err = inspect.Import(inspect.ImportOptions{
-			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave,
+			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON,
 			Table: o.table, KubeProxy: pc, Addresses: o.addresses, Now: time.Now(), Generator: "svctrace " + version,
 		})
 		if err != nil {
