@@ -83,7 +83,7 @@ func countKube(rs *Ruleset) int {
 	n := 0
 	for _, t := range rs.Tables {
 		for name, c := range t.Chains {
-			if strings.HasPrefix(name, "KUBE-") && name != "KUBE-KUBELET-CANARY" && name != "KUBE-FIREWALL" && name != "KUBE-PROXY-CANARY" {
+			if strings.HasPrefix(name, "KUBE-") && !kubeletChain(name) && name != "KUBE-PROXY-CANARY" {
 				n += 1 + len(c.Rules)
 			}
 		}
@@ -141,6 +141,44 @@ func chainRules(c *Chain) []string {
 	sort.Strings(out)
 	if len(out) > 5 {
 		out = append(out[:5], fmt.Sprintf("... %d more", len(c.Rules)-5))
+	}
+	return out
+}
+
+// kubeletChains are KUBE- chains the kubelet, not kube-proxy, owns.
+func kubeletChain(name string) bool {
+	return name == "KUBE-KUBELET-CANARY" || name == "KUBE-FIREWALL" || name == "KUBE-MARK-DROP"
+}
+
+// ModeLeftovers reports kube-proxy's iptables chains on a node whose
+// kube-proxy runs in another mode (nftables): one finding per table, as
+// nothing in them belongs to the running proxy.
+func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Finding {
+	var out []behavior.Finding
+	for _, tname := range rs.TableOrder {
+		t := rs.Tables[tname]
+		var chains []string
+		rules := 0
+		for _, cname := range t.ChainOrder {
+			if strings.HasPrefix(cname, "KUBE-") && !kubeletChain(cname) {
+				chains = append(chains, cname)
+				rules += len(t.Chains[cname].Rules)
+			}
+		}
+		if len(chains) == 0 {
+			continue
+		}
+		shown := chains
+		if len(shown) > 8 {
+			shown = append(append([]string(nil), shown[:8]...), fmt.Sprintf("... %d more", len(chains)-8))
+		}
+		out = append(out, behavior.Finding{
+			Type: behavior.LeftoverRules, Node: node,
+			Expected: "no kube-proxy chains in iptables",
+			Observed: fmt.Sprintf("iptables (%s) table %s: %d KUBE chains with %d rules", backend, tname, len(chains), rules),
+			Rules:    shown,
+			Message:  fmt.Sprintf("kube-proxy runs in %s mode, but iptables (%s backend) still holds its chains in table %s: leftovers of iptables mode, which still act on packets", activeMode, backend, tname),
+		})
 	}
 	return out
 }

@@ -1,0 +1,177 @@
+//go:build linux
+
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is a process the lab started.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to the process (by PID), then SIGKILL after grace.
+func (p *proc) stop(grace time.Duration) error {
+	if p.exited() {
+		return nil
+	}
+	pid := p.cmd.Process.Pid
+	syscall.Kill(pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, pid)
+	}
+}
+
+// startProc starts argv inside namespace ns (ip netns exec execs it, so the PID is the
+// program's), logging to Dir/<name>.log. The process dies with the test process (Pdeathsig).
+func (l *Lab) startProc(name, ns string, argv ...string) (*proc, error) {
+	logPath := filepath.Join(l.Dir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "### %s: ip netns exec %s %s\n", time.Now().Format(time.RFC3339Nano), ns, strings.Join(argv, " "))
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	cmd.Stdout = f
+	cmd.Stderr = f
+	cmd.Dir = l.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, errTornDown
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	l.procs = append(l.procs, p)
+	return p, nil
+}
+
+func (l *Lab) removeProc(p *proc) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.procs = slices.DeleteFunc(l.procs, func(q *proc) bool { return q == p })
+}
+
+func (l *Lab) startControlPlane(bin string, extra []string) error {
+	p, err := makePKI(l.Dir, []net.IP{net.ParseIP(APIServerIP), net.ParseIP("10.96.0.1")})
+	if err != nil {
+		return err
+	}
+	l.pki = p
+	l.Kubeconfig = filepath.Join(l.Dir, "admin.kubeconfig")
+	l.ProxyKubeconfig = filepath.Join(l.Dir, "kube-proxy.kubeconfig")
+	if err := os.WriteFile(l.Kubeconfig, kubeconfig(l.APIServer, p.caPEM, "admin", p.adminToken), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.ProxyKubeconfig, kubeconfig(l.APIServer, p.caPEM, "kube-proxy", p.proxyToken), 0o600); err != nil {
+		return err
+	}
+	etcd, err := l.startProc("etcd", l.cpNS, filepath.Join(bin, "etcd"),
+		"--name=lab",
+		"--data-dir="+filepath.Join(l.Dir, "etcd"),
+		"--listen-client-urls=http://127.0.0.1:2379",
+		"--advertise-client-urls=http://127.0.0.1:2379",
+		"--listen-peer-urls=http://127.0.0.1:2380",
+		"--initial-advertise-peer-urls=http://127.0.0.1:2380",
+		"--initial-cluster=lab=http://127.0.0.1:2380",
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	certDir := filepath.Join(l.Dir, "apiserver-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
+	args := []string{filepath.Join(bin, "kube-apiserver"),
+		"--etcd-servers=http://127.0.0.1:2379",
+		"--bind-address=0.0.0.0",
+		"--advertise-address=" + APIServerIP,
+		"--secure-port=" + strconv.Itoa(APIPort),
+		"--cert-dir=" + certDir,
+		"--tls-cert-file=" + p.certFile,
+		"--tls-private-key-file=" + p.keyFile,
+		"--token-auth-file=" + p.tokensFile,
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.saKeyFile,
+		"--service-account-signing-key-file=" + p.saKeyFile,
+		// No controller-manager creates ServiceAccounts; pods are created without one.
+		"--disable-admission-plugins=ServiceAccount",
+		"--allow-privileged=true",
+		"--profiling=false",
+	}
+	args = append(args, extra...)
+	apiserver, err := l.startProc("kube-apiserver", l.cpNS, args...)
+	if err != nil {
+		return err
+	}
+	l.api, err = newAPIClient(l.APIServer, filepath.Join(netnsDir, l.cpNS), p.caPEM, p.adminToken)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		for _, pr := range []*proc{etcd, apiserver} {
+			if pr.exited() {
+				b, _ := os.ReadFile(pr.log)
+				return fmt.Errorf("%s exited: %v\n%s", pr.name, pr.err, lastLines(string(b), 30))
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := l.api.do(ctx, "GET", "/readyz", "", nil)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(apiserver.log)
+			return fmt.Errorf("kube-apiserver not ready after 90s: %v\n%s", err, lastLines(string(b), 30))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return nil
+}
