@@ -1,0 +1,106 @@
+package nftables
+
+import (
+	"net/netip"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// Statements that change the packet or the connection: marks, NAT,
+// affinity records.
+
+func (k *walk) mangle(s *state, t *Table, c *Chain, r *Rule, m *Mangle, v value) {
+	if mk, ok := m.Key.(*Meta); !ok || mk.Key != "mark" {
+		s.note("%s: %s is not followed by the walk", ruleRef(t, c, r), m)
+		return
+	}
+	if v.kind != vInt {
+		s.note("%s: mark value %s not evaluated; mark left unchanged", ruleRef(t, c, r), m.Value)
+		return
+	}
+	s.mark = uint32(v.n)
+}
+
+// nat performs dnat, snat, masquerade or redirect: each ends the chain
+// (accept) once it has set up the binding.
+func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []ruleOut {
+	switch n.Kind {
+	case "masquerade", "snat":
+		s.masq, s.snatted = true, true
+		if n.Kind == "snat" {
+			s.note("%s: snat counted as masquerade", ruleRef(t, c, r))
+		}
+		k.hop(s, t, c, r, rc)
+		return []ruleOut{{st: s, kind: outAccept}}
+	case "redirect":
+		if n.Port != nil {
+			if a := k.eval(s, t, n.Port); len(a) > 0 {
+				s.redirect = a[0].v.String()
+			}
+		}
+		s.verdict = dataplane.Redirect
+		k.hop(s, t, c, r, rc)
+		return []ruleOut{{st: s, kind: outVerdict}}
+	}
+	to := n.Addr
+	if n.Port != nil {
+		to = &Concat{Parts: []Expr{n.Addr, n.Port}}
+	}
+	return k.fork(s, k.eval(s, t, to), rc, func(s *state, a alt, rc rctx) []ruleOut {
+		addr, port, ok := natTarget(a.v, s.pkt.DstPort)
+		if !ok {
+			if a.v.kind == vUnknown {
+				s.note("%s: dnat target not evaluated (%s); rule assumed not to match", ruleRef(t, c, r), a.v.why)
+			}
+			return []ruleOut{{st: s, kind: outNoMatch}}
+		}
+		s.pkt.Dst, s.pkt.DstPort = addr, port
+		s.dnat = netip.AddrPortFrom(addr, port).String()
+		s.dnatted = true
+		k.hop(s, t, c, r, rc)
+		return []ruleOut{{st: s, kind: outAccept}}
+	})
+}
+
+// natTarget reads a DNAT target: an address, or "address . port".
+func natTarget(v value, port uint16) (netip.Addr, uint16, bool) {
+	switch v.kind {
+	case vAddr:
+		return v.addr, port, true
+	case vConcat:
+		if len(v.parts) == 2 && v.parts[0].kind == vAddr && v.parts[1].kind == vInt && v.parts[1].n <= 65535 {
+			return v.parts[0].addr, uint16(v.parts[1].n), true
+		}
+	}
+	return netip.Addr{}, 0, false
+}
+
+// setStmt records what an add/update writes: an element keyed by the
+// source address is a ClientIP affinity record.
+func (k *walk) setStmt(s *state, t *Table, st *SetStmt) {
+	if st.Op == "delete" || !hasSaddr(st.Elem) {
+		return
+	}
+	s.affKey = st.Set
+	secs := st.Timeout
+	if secs == 0 {
+		if set := t.Set(st.Set); set != nil {
+			secs = set.Timeout
+		}
+	}
+	s.affSecs = int32(min(secs, 1<<31-1))
+}
+
+func hasSaddr(e Expr) bool {
+	switch x := e.(type) {
+	case *Payload:
+		return x.Field == "saddr"
+	case *Concat:
+		for _, p := range x.Parts {
+			if hasSaddr(p) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,271 @@
+package nftables
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// alt is one value an expression can take, with its probability (numgen
+// and hashes give several) and the elements looked up to get it.
+type alt struct {
+	v    value
+	p    float64
+	hits []hit
+}
+
+func one(v value) []alt { return []alt{{v: v, p: 1}} }
+
+// eval computes an expression on the packet of a branch.
+func (k *walk) eval(s *state, t *Table, e Expr) []alt {
+	switch x := e.(type) {
+	case *Payload:
+		return one(k.payload(s, x))
+	case *Meta:
+		return one(k.meta(s, x))
+	case *CT:
+		return one(k.ct(s, x))
+	case *Fib:
+		return one(k.fib(s, x))
+	case *Literal:
+		return one(dataValue(x))
+	case *Numgen:
+		if x.Mode != "random" {
+			s.note("numgen %s taken as uniform over new connections", x.Mode)
+		}
+		return uniform(x.Mod, x.Offset)
+	case *Hash:
+		s.note("%s: a hash of the packet, taken as uniform over clients", x)
+		return uniform(x.Mod, x.Offset)
+	case *Concat:
+		out := []alt{{v: value{kind: vConcat}, p: 1}}
+		for _, part := range x.Parts {
+			var next []alt
+			for _, a := range out {
+				for _, b := range k.eval(s, t, part) {
+					v := a.v
+					v.parts = append(v.parts[:len(v.parts):len(v.parts)], b.v)
+					if b.v.kind == vUnknown || b.v.kind == vNone {
+						v = b.v
+					}
+					if len(next) == maxBranches {
+						s.note("more than %d alternatives of %s: only the first were followed", maxBranches, x)
+						break
+					}
+					next = append(next, alt{v: v, p: a.p * b.p, hits: append(a.hits[:len(a.hits):len(a.hits)], b.hits...)})
+				}
+			}
+			out = next
+		}
+		return out
+	case *Binop:
+		var out []alt
+		for _, a := range k.eval(s, t, x.Left) {
+			for _, b := range k.eval(s, t, x.Right) {
+				if len(out) == maxBranches {
+					s.note("more than %d alternatives of %s: only the first were followed", maxBranches, x)
+					break
+				}
+				out = append(out, alt{v: binop(x.Op, a.v, b.v), p: a.p * b.p, hits: append(a.hits[:len(a.hits):len(a.hits)], b.hits...)})
+			}
+		}
+		return out
+	case *MapLookup:
+		var out []alt
+		for _, a := range k.eval(s, t, x.Key) {
+			if a.v.kind == vUnknown || a.v.kind == vNone {
+				out = append(out, a)
+				continue
+			}
+			h := k.lookupIn(s, t, x.Data, a.v)
+			if h == nil || h.el == nil || h.el.Data == nil {
+				out = append(out, alt{v: none(), p: a.p, hits: a.hits})
+				continue
+			}
+			out = append(out, alt{v: dataValue(h.el.Data), p: a.p, hits: append(a.hits[:len(a.hits):len(a.hits)], *h)})
+		}
+		return out
+	case *Unknown:
+		return one(unknownValue(x.Name + " not understood"))
+	}
+	return one(unknownValue(e.String() + " not evaluated"))
+}
+
+func uniform(n, off int) []alt {
+	out := make([]alt, n)
+	for i := range out {
+		out[i] = alt{v: value{kind: vInt, n: uint64(off + i)}, p: 1 / float64(n)}
+	}
+	return out
+}
+
+func binop(op string, a, b value) value {
+	if a.kind != vInt || b.kind != vInt {
+		if a.kind == vUnknown || a.kind == vNone {
+			return a
+		}
+		return unknownValue("operator " + op + " on " + a.String() + " and " + b.String())
+	}
+	v := value{kind: vInt}
+	switch op {
+	case "&":
+		v.n = a.n & b.n
+	case "|":
+		v.n = a.n | b.n
+	case "^":
+		v.n = a.n ^ b.n
+	case "<<":
+		v.n = a.n << (b.n & 63)
+	case ">>":
+		v.n = a.n >> (b.n & 63)
+	}
+	return v
+}
+
+func (k *walk) payload(s *state, x *Payload) value {
+	p := s.pkt
+	switch x.Protocol {
+	case "ip", "ip6":
+		if p.Dst.Is4() != (x.Protocol == "ip") {
+			return none() // nft adds an implicit family check
+		}
+		switch x.Field {
+		case "saddr":
+			return value{kind: vAddr, addr: p.Src}
+		case "daddr":
+			return value{kind: vAddr, addr: p.Dst}
+		case "protocol", "nexthdr":
+			return l4proto(p.Protocol)
+		case "version":
+			if p.Dst.Is4() {
+				return value{kind: vInt, n: 4}
+			}
+			return value{kind: vInt, n: 6}
+		}
+	case "th", "tcp", "udp", "sctp", "udplite", "dccp":
+		if x.Protocol != "th" && x.Protocol != p.Protocol {
+			return none()
+		}
+		if x.Protocol == "th" && p.Protocol != "tcp" && p.Protocol != "udp" && p.Protocol != "sctp" {
+			return unknownValue("th " + x.Field + " of a " + p.Protocol + " packet")
+		}
+		switch x.Field {
+		case "dport":
+			return value{kind: vInt, n: uint64(p.DstPort)}
+		case "sport":
+			return value{kind: vInt, n: uint64(p.SrcPort)}
+		case "flags":
+			if p.Protocol == "tcp" {
+				return value{kind: vInt, n: 0x02} // a first packet is a SYN
+			}
+		}
+	}
+	return unknownValue("payload " + x.String() + " not evaluated")
+}
+
+func l4proto(name string) value {
+	if n, ok := protoNum(name); ok {
+		return value{kind: vInt, n: n}
+	}
+	return unknownValue("protocol " + name + " unknown")
+}
+
+func (k *walk) meta(s *state, x *Meta) value {
+	p := s.pkt
+	switch x.Key {
+	case "l4proto":
+		return l4proto(p.Protocol)
+	case "nfproto":
+		if p.Dst.Is4() {
+			return value{kind: vInt, n: 2}
+		}
+		return value{kind: vInt, n: 10}
+	case "protocol":
+		if p.Dst.Is4() {
+			return value{kind: vInt, n: 0x0800}
+		}
+		return value{kind: vInt, n: 0x86dd}
+	case "mark":
+		return value{kind: vInt, n: uint64(s.mark)}
+	case "iifname":
+		if p.Entry == dataplane.Output && s.hook != "input" {
+			return none() // a locally sent packet has no input interface
+		}
+		if p.InIface == "" {
+			s.note("iifname not evaluated (input interface unknown): taken as an interface no rule names")
+		}
+		return value{kind: vStr, s: p.InIface}
+	case "oifname":
+		if s.hook == "prerouting" {
+			return none() // no output interface before routing
+		}
+		s.note("oifname not evaluated (output interface unknown): taken as an interface no rule names")
+		return value{kind: vStr}
+	}
+	return unknownValue("meta " + x.Key + " not evaluated")
+}
+
+func (k *walk) ct(s *state, x *CT) value {
+	switch x.Key {
+	case "state":
+		if s.untracked {
+			return value{kind: vFlags, flags: []string{"untracked"}}
+		}
+		return value{kind: vFlags, flags: []string{"new"}}
+	case "status":
+		var f []string
+		if s.dnatted {
+			f = append(f, "dnat")
+		}
+		if s.snatted {
+			f = append(f, "snat")
+		}
+		return value{kind: vFlags, flags: f}
+	case "mark":
+		return value{kind: vInt}
+	case "direction":
+		return value{kind: vStr, s: "original"}
+	}
+	if x.Dir != "original" {
+		return unknownValue(x.String() + " not evaluated")
+	}
+	o := s.orig
+	switch strings.TrimPrefix(strings.TrimPrefix(x.Key, "ip6 "), "ip ") {
+	case "saddr":
+		return value{kind: vAddr, addr: o.Src}
+	case "daddr":
+		return value{kind: vAddr, addr: o.Dst}
+	case "proto-src":
+		return value{kind: vInt, n: uint64(o.SrcPort)}
+	case "proto-dst":
+		return value{kind: vInt, n: uint64(o.DstPort)}
+	case "protocol":
+		return l4proto(o.Protocol)
+	}
+	return unknownValue(x.String() + " not evaluated")
+}
+
+func (k *walk) fib(s *state, x *Fib) value {
+	if x.Result != "type" {
+		return unknownValue(x.String() + " not evaluated (routes unknown)")
+	}
+	var a netip.Addr
+	switch {
+	case hasFlag(x.Flags, "daddr"):
+		a = s.pkt.Dst
+	case hasFlag(x.Flags, "saddr"):
+		a = s.pkt.Src
+	default:
+		return unknownValue(x.String() + " not evaluated")
+	}
+	switch {
+	case k.w.env.IsLocal(a):
+		return value{kind: vStr, s: "local"}
+	case a.IsMulticast():
+		return value{kind: vStr, s: "multicast"}
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return value{kind: vStr, s: "broadcast"}
+	}
+	return value{kind: vStr, s: "unicast"}
+}

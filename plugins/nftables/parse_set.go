@@ -1,0 +1,127 @@
+package nftables
+
+import (
+	"fmt"
+)
+
+func (p *parser) set(body any, path string, isMap bool) error {
+	m, err := asObject(body, path)
+	if err != nil {
+		return err
+	}
+	t, err := p.owner(m, path)
+	if err != nil {
+		return err
+	}
+	name, err := reqStr(m, "name", path)
+	if err != nil {
+		return err
+	}
+	s := &Set{Name: name, IsMap: isMap}
+	h, err := optInt(m, "handle", path)
+	if err != nil {
+		return err
+	}
+	s.Handle = int(h)
+	if v, ok := m["type"]; ok {
+		if s.KeyType, err = strList(v, path+".type"); err != nil {
+			return err
+		}
+	}
+	if v, ok := m["map"]; ok {
+		if s.DataType, err = strList(v, path+".map"); err != nil {
+			return err
+		}
+	}
+	if s.Flags, err = strList(m["flags"], path+".flags"); err != nil {
+		return err
+	}
+	if s.Timeout, err = optInt(m, "timeout", path); err != nil {
+		return err
+	}
+	size, err := optInt(m, "size", path)
+	if err != nil {
+		return err
+	}
+	s.Size = int(size)
+	if s.Comment, err = optStr(m, "comment", path); err != nil {
+		return err
+	}
+	if v, ok := m["elem"]; ok && v != nil {
+		list, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("%s.elem: want an array, got %s", path, jsonType(v))
+		}
+		for i, e := range list {
+			el, err := p.element(e, fmt.Sprintf("%s.elem[%d]", path, i), isMap, t.Family)
+			if err != nil {
+				return err
+			}
+			s.Elements = append(s.Elements, el)
+		}
+	}
+	if old := t.sets[name]; old != nil {
+		p.note(t.Family, "%s: %s %s declared twice in table %s; the later one is used", path, kindName(isMap), name, t.ID())
+		for i, x := range t.Sets {
+			if x == old {
+				t.Sets = append(t.Sets[:i:i], t.Sets[i+1:]...)
+				break
+			}
+		}
+	}
+	t.sets[name] = s
+	t.Sets = append(t.Sets, s)
+	return nil
+}
+
+func kindName(isMap bool) string {
+	if isMap {
+		return "map"
+	}
+	return "set"
+}
+
+// element reads a set element ("10.0.0.1", {"elem": {...}}, {"concat":
+// [...]}) or a map element ([key, data]).
+func (p *parser) element(v any, path string, isMap bool, fam string) (*Element, error) {
+	el := &Element{}
+	key := v
+	if pair, ok := v.([]any); ok && len(pair) == 2 {
+		key = pair[0]
+		d, err := p.expr(pair[1], path+"[1]", fam)
+		if err != nil {
+			return nil, err
+		}
+		el.Data = d
+		path += "[0]"
+	} else if isMap {
+		return nil, fmt.Errorf("%s: a map element must be a [key, value] pair, got %s", path, jsonType(v))
+	}
+	if w, ok := key.(map[string]any); ok && len(w) == 1 && w["elem"] != nil {
+		path += ".elem"
+		em, err := asObject(w["elem"], path)
+		if err != nil {
+			return nil, err
+		}
+		if el.Comment, err = optStr(em, "comment", path); err != nil {
+			return nil, err
+		}
+		if el.Timeout, err = optInt(em, "timeout", path); err != nil {
+			return nil, err
+		}
+		if el.Expires, err = optInt(em, "expires", path); err != nil {
+			return nil, err
+		}
+		val, ok := em["val"]
+		if !ok {
+			return nil, fmt.Errorf("%s: missing \"val\"", path)
+		}
+		key, path = val, path+".val"
+	}
+	k, err := p.expr(key, path, fam)
+	if err != nil {
+		return nil, err
+	}
+	el.Key = k
+	return el, nil
+}

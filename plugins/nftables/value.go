@@ -1,0 +1,228 @@
+package nftables
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// vkind is the kind of a value computed from a packet.
+type vkind uint8
+
+const (
+	vUnknown vkind = iota // could not be evaluated (why says so)
+	vAddr
+	vInt
+	vStr
+	vFlags // ct state / ct status: a set of names
+	vConcat
+	vNone // a lookup found nothing, or the field is absent: no match, no note
+)
+
+// value is what an expression yields for one packet.
+type value struct {
+	kind  vkind
+	addr  netip.Addr
+	n     uint64
+	s     string
+	flags []string
+	parts []value
+	why   string
+}
+
+func unknownValue(why string) value { return value{kind: vUnknown, why: why} }
+
+func none() value { return value{kind: vNone} }
+
+func (v value) String() string {
+	switch v.kind {
+	case vAddr:
+		return v.addr.String()
+	case vInt:
+		return strconv.FormatUint(v.n, 10)
+	case vStr:
+		return v.s
+	case vFlags:
+		return strings.Join(v.flags, ",")
+	case vConcat:
+		parts := make([]string, len(v.parts))
+		for i, p := range v.parts {
+			parts[i] = p.String()
+		}
+		return strings.Join(parts, " . ")
+	}
+	return "?"
+}
+
+// key is the value's canonical form for a set index.
+func (v value) key() (string, bool) {
+	switch v.kind {
+	case vAddr:
+		return "a" + v.addr.String(), true
+	case vInt:
+		return "n" + strconv.FormatUint(v.n, 10), true
+	case vStr:
+		return "s" + v.s, true
+	case vConcat:
+		parts := make([]string, len(v.parts))
+		for i, p := range v.parts {
+			k, ok := p.key()
+			if !ok {
+				return "", false
+			}
+			parts[i] = k
+		}
+		return strings.Join(parts, "\x00"), true
+	}
+	return "", false
+}
+
+// buildIndex files elements with exact keys under their canonical form,
+// read with the set's key type; the rest are matched one by one.
+func (s *Set) buildIndex() {
+	s.index = map[string]*Element{}
+	s.ranged = nil
+	for _, el := range s.Elements {
+		if k, ok := elemKey(el.Key, s.KeyType); ok {
+			if _, dup := s.index[k]; !dup {
+				s.index[k] = el
+			}
+			continue
+		}
+		s.ranged = append(s.ranged, el)
+	}
+}
+
+// find returns the element v matches, nil if none.
+func (s *Set) find(v value) *Element {
+	if k, ok := v.key(); ok {
+		if el := s.index[k]; el != nil {
+			return el
+		}
+	}
+	for _, el := range s.ranged {
+		if matchAtom(v, el.Key) {
+			return el
+		}
+	}
+	return nil
+}
+
+func elemKey(e Expr, types []string) (string, bool) {
+	if c, ok := e.(*Concat); ok {
+		if len(c.Parts) != len(types) {
+			return "", false
+		}
+		parts := make([]string, len(types))
+		for i, p := range c.Parts {
+			k, ok := atomKey(p, types[i])
+			if !ok {
+				return "", false
+			}
+			parts[i] = k
+		}
+		return strings.Join(parts, "\x00"), true
+	}
+	if len(types) != 1 {
+		return "", false
+	}
+	return atomKey(e, types[0])
+}
+
+func atomKey(e Expr, typ string) (string, bool) {
+	if p, ok := e.(*Prefix); ok {
+		a, ok := litAddr(p.Addr)
+		if !ok || p.Len != a.BitLen() {
+			return "", false
+		}
+		return "a" + a.String(), true
+	}
+	lit, ok := e.(*Literal)
+	if !ok {
+		return "", false
+	}
+	switch typ {
+	case "ipv4_addr", "ipv6_addr":
+		if a, ok := litAddr(lit); ok {
+			return "a" + a.String(), true
+		}
+	case "inet_proto", "inet_service", "mark", "integer", "nf_proto", "ct_state", "ct_status":
+		if n, ok := litInt(lit.Text); ok {
+			return "n" + strconv.FormatUint(n, 10), true
+		}
+	case "ifname":
+		if !strings.HasSuffix(lit.Text, "*") {
+			return "s" + lit.Text, true
+		}
+	}
+	return "", false
+}
+
+// matchAtom reports whether v is matched by a literal, prefix, range or
+// concatenation of them. The literal is read according to v's kind.
+func matchAtom(v value, pat Expr) bool {
+	switch p := pat.(type) {
+	case *Literal:
+		switch v.kind {
+		case vAddr:
+			a, ok := litAddr(p)
+			return ok && a == v.addr
+		case vInt:
+			n, ok := litInt(p.Text)
+			return ok && n == v.n
+		case vStr:
+			return ifnameMatch(v.s, p.Text)
+		case vFlags:
+			return hasFlag(v.flags, p.Text)
+		}
+	case *Prefix:
+		a, ok := litAddr(p.Addr)
+		if !ok || v.kind != vAddr || a.Is4() != v.addr.Is4() {
+			return false
+		}
+		pf, err := a.Prefix(p.Len)
+		return err == nil && pf.Contains(v.addr)
+	case *Range:
+		switch v.kind {
+		case vAddr:
+			lo, ok1 := litAddr(p.Lo)
+			hi, ok2 := litAddr(p.Hi)
+			return ok1 && ok2 && lo.Is4() == v.addr.Is4() && lo.Compare(v.addr) <= 0 && v.addr.Compare(hi) <= 0
+		case vInt:
+			lo, ok1 := p.Lo.(*Literal)
+			hi, ok2 := p.Hi.(*Literal)
+			if !ok1 || !ok2 {
+				return false
+			}
+			l, ok1 := litInt(lo.Text)
+			h, ok2 := litInt(hi.Text)
+			return ok1 && ok2 && l <= v.n && v.n <= h
+		}
+	case *Concat:
+		if v.kind != vConcat || len(v.parts) != len(p.Parts) {
+			return false
+		}
+		for i, part := range p.Parts {
+			if !matchAtom(v.parts[i], part) {
+				return false
+			}
+		}
+		return true
+	case *List:
+		for _, it := range p.Items {
+			if matchAtom(v, it) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasFlag(flags []string, f string) bool {
+	for _, x := range flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,278 @@
+package nftables
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// walker walks packets through one family's tables.
+type walker struct {
+	p     *Plane
+	env   *dataplane.Env
+	hooks map[string][]baseChain
+	// dynamic marks the sets rules write to ("table\x00set"): their
+	// elements are per-client state, so a lookup matches only for the
+	// sets Env.Sticky names.
+	dynamic map[string]bool
+}
+
+// maxBranches bounds the forks of one walk and maxSteps the rules it
+// evaluates (hand-made input could nest random maps or jumps without end).
+const (
+	maxBranches = 10000
+	maxSteps    = 1000000
+)
+
+// state is a packet in flight on one branch.
+type state struct {
+	pkt, orig dataplane.Packet
+	hook      string
+	prob      float64
+	hops      []dataplane.Hop
+	mark      uint32
+	dnat      string
+	// dnatted, snatted: the connection has a destination / source NAT
+	// binding (ct status dnat/snat); untracked: notrack ran.
+	dnatted, snatted, untracked bool
+	masq                        bool
+	verdict                     dataplane.Verdict
+	reason, missing, redirect   string
+	affKey                      string
+	affSecs                     int32
+	srcs                        []netip.Prefix
+	notes                       []string
+}
+
+// clone forks a branch; slices are cut to their length so that an append
+// on one branch never writes into the other's.
+func (s *state) clone() *state {
+	s.hops = s.hops[:len(s.hops):len(s.hops)]
+	s.srcs = s.srcs[:len(s.srcs):len(s.srcs)]
+	s.notes = s.notes[:len(s.notes):len(s.notes)]
+	c := *s
+	return &c
+}
+
+func (s *state) note(format string, args ...any) {
+	n := fmt.Sprintf(format, args...)
+	for _, x := range s.notes {
+		if x == n {
+			return
+		}
+	}
+	s.notes = append(s.notes, n)
+}
+
+func (s *state) addSource(p netip.Prefix) {
+	for _, x := range s.srcs {
+		if x == p {
+			return
+		}
+	}
+	s.srcs = append(s.srcs, p)
+}
+
+func (s *state) finish() dataplane.Branch {
+	if s.verdict == "" {
+		s.verdict = dataplane.Accept
+	}
+	return dataplane.Branch{
+		Probability: s.prob, Hops: s.hops, Verdict: s.verdict, Reason: s.reason,
+		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq,
+		AffinitySeconds: s.affSecs, AffinityKey: s.affKey, SourcePrefixes: s.srcs, Notes: s.notes,
+	}
+}
+
+// walk is one Walk call.
+type walk struct {
+	w            *walker
+	forks, steps int
+	out          []dataplane.Branch
+}
+
+// Walk returns every branch the first packet of a new connection can take
+// through the family's base chains, in netfilter order.
+func (w *walker) Walk(pkt dataplane.Packet) []dataplane.Branch {
+	k := &walk{w: w}
+	s := &state{pkt: pkt, orig: pkt, prob: 1}
+	if pkt.Dst.Is4() != (w.p.fam == "ip") || pkt.Src.Is4() != (w.p.fam == "ip") {
+		s.note("packet %s is not of family %s: no %s table sees it", pkt, w.p.family, w.p.fam)
+		return []dataplane.Branch{s.finish()}
+	}
+	switch pkt.Entry {
+	case dataplane.Output:
+		k.hooks(s, []string{"output", "postrouting", "localin"})
+	default:
+		if pkt.Entry != dataplane.Prerouting {
+			s.note("entry %q unknown: walked as an arriving packet (prerouting)", pkt.Entry)
+		}
+		k.hooks(s, []string{"prerouting", "route"})
+	}
+	return k.out
+}
+
+// hooks runs the hooks in turn; "route" and "localin" are the routing
+// decisions after DNAT.
+func (k *walk) hooks(s *state, hooks []string) {
+	if len(hooks) == 0 {
+		k.out = append(k.out, s.finish())
+		return
+	}
+	h, rest := hooks[0], hooks[1:]
+	local := k.w.env.IsLocal(s.pkt.Dst)
+	switch h {
+	case "route":
+		if local {
+			k.hooks(s, append([]string{"input"}, rest...))
+		} else {
+			k.hooks(s, append([]string{"forward", "postrouting"}, rest...))
+		}
+		return
+	case "localin":
+		if local {
+			// Delivered over loopback: the input interface is lo.
+			s.pkt.InIface = "lo"
+			k.hooks(s, append([]string{"input"}, rest...))
+		} else {
+			k.hooks(s, rest)
+		}
+		return
+	}
+	s.hook = h
+	k.chains(s, h, k.w.hooks[h], rest)
+}
+
+// chains runs the base chains of a hook in priority order. An accept ends
+// only its own base chain; drop and reject end the packet.
+func (k *walk) chains(s *state, hook string, list []baseChain, rest []string) {
+	if len(list) == 0 {
+		k.hooks(s, rest)
+		return
+	}
+	bc := list[0]
+	if bc.c.Type == "nat" && natDone(s, hook) {
+		// The kernel runs nat chains only until one sets up the
+		// connection's binding for that direction, and never for an
+		// untracked packet.
+		k.chains(s, hook, list[1:], rest)
+		return
+	}
+	for _, r := range k.base(s, bc) {
+		if r.verdict != "" {
+			k.out = append(k.out, r.finish())
+			continue
+		}
+		k.chains(r, hook, list[1:], rest)
+	}
+}
+
+func natDone(s *state, hook string) bool {
+	if s.untracked {
+		return true
+	}
+	if hook == "prerouting" || hook == "output" {
+		return s.dnatted
+	}
+	return s.snatted
+}
+
+// base runs one base chain; falling off it (or returning from it) applies
+// its policy.
+func (k *walk) base(s *state, bc baseChain) []*state {
+	var out []*state
+	for _, r := range k.chain(s, bc.t, bc.c, 0, nil) {
+		if r.flow == flowEnd || r.flow == flowReturn {
+			pol := bc.c.Policy
+			if pol == "" {
+				pol = "accept"
+			}
+			r.st.hops = append(r.st.hops, dataplane.Hop{Table: bc.t.ID(), Chain: bc.c.Name, Rule: "policy " + pol, IsPolicy: true})
+			if pol == "drop" {
+				r.st.verdict = dataplane.Drop
+				r.st.reason = fmt.Sprintf("policy drop of %s %s", bc.t.ID(), bc.c.Name)
+			}
+		}
+		out = append(out, r.st)
+	}
+	return out
+}
+
+type flow int
+
+const (
+	flowEnd     flow = iota // fell off the end of the chain
+	flowReturn              // return (or the end of a goto'd chain)
+	flowAccept              // accept, or a NAT statement: this base chain is done
+	flowVerdict             // drop, reject, redirect, missing: the packet is done
+)
+
+type result struct {
+	st   *state
+	flow flow
+}
+
+// chain runs a chain from its first rule. via is the map element whose
+// verdict led here (for the reason of a drop or reject).
+func (k *walk) chain(s *state, t *Table, c *Chain, depth int, via *hit) []result {
+	if depth > 64 {
+		s.note("chains nested deeper than 64 at %s %s: walk stopped there", t.ID(), c.Name)
+		return []result{{s, flowAccept}}
+	}
+	return k.rules(s, t, c, c.Rules, depth, via)
+}
+
+func (k *walk) rules(s *state, t *Table, c *Chain, rules []*Rule, depth int, via *hit) []result {
+	for i, r := range rules {
+		if k.steps++; k.steps > maxSteps {
+			s.note("more than %d rule evaluations: walk stopped at %s %s", maxSteps, t.ID(), c.Name)
+			return []result{{s, flowAccept}}
+		}
+		outs := k.stmts(s, t, c, r, 0, rctx{prob: 1, via: via})
+		if len(outs) == 1 && outs[0].kind == outNoMatch {
+			s = outs[0].st
+			continue
+		}
+		var res []result
+		for _, o := range outs {
+			res = append(res, k.after(o, t, c, rules[i+1:], depth, via)...)
+		}
+		return res
+	}
+	return []result{{s, flowEnd}}
+}
+
+// after continues a branch after one rule.
+func (k *walk) after(o ruleOut, t *Table, c *Chain, rest []*Rule, depth int, via *hit) []result {
+	switch o.kind {
+	case outNoMatch, outNext:
+		return k.rules(o.st, t, c, rest, depth, via)
+	case outAccept:
+		return []result{{o.st, flowAccept}}
+	case outVerdict:
+		return []result{{o.st, flowVerdict}}
+	case outReturn:
+		return []result{{o.st, flowReturn}}
+	}
+	target := t.Chain(o.target)
+	if target == nil {
+		// Only hand-edited input can name a chain that does not exist
+		// (the kernel refuses such a rule).
+		o.st.verdict, o.st.missing = dataplane.Missing, o.target
+		return []result{{o.st, flowVerdict}}
+	}
+	var res []result
+	for _, x := range k.chain(o.st, t, target, depth+1, o.via) {
+		switch {
+		case x.flow != flowEnd && x.flow != flowReturn:
+			res = append(res, x)
+		case o.kind == outGoto:
+			// A goto'd chain returns to the caller of this one.
+			res = append(res, result{x.st, flowReturn})
+		default:
+			res = append(res, k.rules(x.st, t, c, rest, depth, via)...)
+		}
+	}
+	return res
+}
