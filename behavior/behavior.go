@@ -128,6 +128,10 @@ type Frontend struct {
 	SourceRanges []string `json:"sourceRanges,omitempty"`
 	// LocalOnly: external traffic goes only to endpoints on this node.
 	LocalOnly bool `json:"localOnly,omitempty"`
+	// Listed (observed tables): a rule or map element of the kernel state
+	// names this frontend. An unlisted frontend that is still rejected
+	// or dropped meets a catch-all rule, not one of its own.
+	Listed bool `json:"listed,omitempty"`
 }
 
 // Table is the behaviour of one node and IP family.

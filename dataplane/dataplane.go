@@ -139,6 +139,11 @@ type Inferred struct {
 	Mode          string
 	ClusterCIDRs  []string
 	MasqueradeBit int32
+	// NodePortIPs are the addresses the state accepts NodePorts on, when
+	// it lists them (nftables' nodeport-ips set); NodePortIPsKnown says
+	// it does (the list may be empty).
+	NodePortIPs      []string
+	NodePortIPsKnown bool
 	// Evidence says, per setting, where it was read.
 	Evidence []string
 }

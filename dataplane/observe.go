@@ -44,7 +44,7 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 		if _, ok := keys[f.Key]; ok {
 			return
 		}
-		keys[f.Key] = &behavior.Frontend{Key: f.Key, Service: f.Service, SourceRanges: f.SourceRanges}
+		keys[f.Key] = &behavior.Frontend{Key: f.Key, Service: f.Service, SourceRanges: f.SourceRanges, Listed: f.Listed}
 		order = append(order, f.Key)
 	}
 	// A frontend the state names with another kind than the model (an
@@ -60,6 +60,7 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 			f.Key.Kind = k
 		}
 		add(f)
+		keys[f.Key].Listed = true
 	}
 	for _, k := range order {
 		f := keys[k]
@@ -227,6 +228,10 @@ func hopTexts(hops []Hop) []string {
 			continue
 		}
 		t := h.Table + ": " + h.Rule
+		if !strings.HasPrefix(h.Rule, "-A ") {
+			// nftables rules do not name their chain; iptables' do.
+			t = h.Table + " " + h.Chain + ": " + h.Rule
+		}
 		if h.Element != "" {
 			t += "  [" + h.Element + "]"
 		}

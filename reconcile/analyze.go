@@ -36,29 +36,31 @@ type NodeAnalysis struct {
 	Notes    []string
 }
 
-// Analyze parses a node's iptables dumps of one family and compares them
-// with the model.
+// Analyze parses a node's dumps of one family (iptables, nftables), picks
+// the data plane kube-proxy programs there, and compares its behaviour with
+// the model.
 func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 	ns, ok := s.Node(node)
 	if !ok {
 		return nil, fmt.Errorf("node %q is not in the snapshot (it has: %s)", node, nodeNames(s))
 	}
 	a := &NodeAnalysis{Node: node, Family: family, Config: ns.KubeProxy}
-	byBackend, err := parseDumps(ns, family)
+	pl, err := loadPlanes(ns, family)
 	if err != nil {
 		return nil, err
 	}
-	rules := pickRuleset(byBackend)
-	if rules == nil {
-		return nil, fmt.Errorf("node %s: the snapshot holds no %s iptables dump", node, family)
+	plane, note, err := pl.choose(node, a.Config.Mode)
+	if err != nil {
+		return nil, err
 	}
-	a.Plane = &iptables.Plane{Rules: rules}
-	if legacy, nft := byBackend["legacy"], byBackend["nf_tables"]; legacy != nil && nft != nil {
+	a.Plane = plane
+	if note != "" {
+		a.Notes = append(a.Notes, note)
+	}
+	if legacy, nft := pl.byBackend["legacy"], pl.byBackend["nf_tables"]; legacy != nil && nft != nil {
 		a.Findings = append(a.Findings, iptables.SplitBrain(node, legacy, nft)...)
 	}
-	if !a.Plane.HasKubeProxy() && a.Config.Mode != a.Plane.Mode() {
-		return nil, fmt.Errorf("node %s: its iptables dumps hold no kube-proxy chains; if kube-proxy runs there in nftables or ipvs mode, this svctrace cannot read that data plane yet (tell it the mode is iptables with --proxy-mode on import to check an empty node)", node)
-	}
+	a.Findings = append(a.Findings, pl.leftovers(plane, node)...)
 	a.Notes = append(a.Notes, a.Plane.Notes()...)
 	a.inferConfig()
 	if s.Cluster != nil {
@@ -74,7 +76,11 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 		if len(a.View.NodeIPs) == 0 && len(ns.Addresses) > 0 {
 			a.View.NodeIPs = ns.Addresses
 		}
-		a.Expected = Expected(a.View, a.Config)
+		inf := a.Plane.Infer()
+		var notes []string
+		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: ns.Addresses,
+			NodePortIPs: inf.NodePortIPs, NodePortIPsKnown: inf.NodePortIPsKnown})
+		a.Notes = append(a.Notes, notes...)
 		in.Expected = a.Expected.Frontends
 	}
 	a.Observed = dataplane.Observe(a.Plane, in)
@@ -88,15 +94,17 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 	return a, nil
 }
 
-// foldOrphans attaches an orphaned endpoint chain to the MissingEndpoint
-// finding it explains (the jump to it was lost), instead of reporting the
-// one fault twice.
+// foldOrphans attaches an orphaned chain to the finding it follows from (a
+// Service's dispatch rule or an endpoint's jump was lost, so its chain is
+// unreachable), instead of reporting the one fault twice.
 func foldOrphans(fs []behavior.Finding) []behavior.Finding {
-	var out []behavior.Finding
-	missing := map[string]int{}
+	cause := map[string]int{}
 	for i, f := range fs {
-		if f.Type == behavior.MissingEndpoint {
-			missing[f.Service+" "+f.Expected] = i
+		switch f.Type {
+		case behavior.MissingEndpoint:
+			cause[f.Service+" "+f.Expected] = i
+		case behavior.MissingFrontend:
+			cause[f.Service] = i
 		}
 	}
 	folded := map[int]bool{}
@@ -104,18 +112,19 @@ func foldOrphans(fs []behavior.Finding) []behavior.Finding {
 		if f.Type != behavior.OrphanChain {
 			continue
 		}
+		j, ok := cause[f.Service]
 		for _, r := range f.Rules {
-			_, ep, ok := strings.Cut(r, "--to-destination ")
-			if !ok {
-				continue
-			}
-			ep, _, _ = strings.Cut(ep, " ")
-			if j, ok := missing[f.Service+" "+ep]; ok {
-				fs[j].Rules = append(fs[j].Rules, "orphaned: "+f.Observed)
-				folded[i] = true
+			if _, ep, found := strings.Cut(r, "--to-destination "); found && !ok {
+				ep, _, _ = strings.Cut(ep, " ")
+				j, ok = cause[f.Service+" "+ep]
 			}
 		}
+		if ok {
+			fs[j].Rules = append(fs[j].Rules, "orphaned: "+f.Observed)
+			folded[i] = true
+		}
 	}
+	var out []behavior.Finding
 	for i, f := range fs {
 		if !folded[i] {
 			out = append(out, f)

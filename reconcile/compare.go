@@ -53,6 +53,15 @@ func handled(f behavior.Frontend) bool {
 	return false
 }
 
+func forwards(f behavior.Frontend) bool {
+	for _, o := range f.Outcomes {
+		if o.Verdict == behavior.Forward {
+			return true
+		}
+	}
+	return false
+}
+
 func anyOutcome(f behavior.Frontend) behavior.Outcome {
 	for _, c := range behavior.SourceClasses {
 		if o, ok := f.Outcomes[c]; ok && o.Verdict != behavior.Unhandled {
@@ -75,6 +84,13 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 	if handled(e) && !handled(o) {
 		return []behavior.Finding{mk(behavior.MissingFrontend, nil, describe(anyOutcome(e)), "no rule handles it",
 			nil, fmt.Sprintf("the kernel has no rule for %s of %s", e.Key, e.Service))}
+	}
+	if handled(e) && !o.Listed && !forwards(o) {
+		// Only a catch-all acts on it (nftables rejects unknown ports of
+		// known ClusterIPs): the frontend itself is missing.
+		obs := describe(anyOutcome(o))
+		return []behavior.Finding{mk(behavior.MissingFrontend, nil, describe(anyOutcome(e)), "no rule of its own: "+obs,
+			anyOutcome(o).Rules, fmt.Sprintf("the kernel has no rule for %s of %s; a catch-all gives %s", e.Key, e.Service, obs))}
 	}
 	var out []behavior.Finding
 	forwardBoth := false

@@ -3,17 +3,34 @@ package reconcile
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
 )
 
+// ExpectedInput is what Expected renders from.
+type ExpectedInput struct {
+	View   *model.NodeView
+	Config inspect.ProxyConfig
+	// LocalAddrs are the addresses of the node's own interfaces, when
+	// known (read live): nodePortAddresses resolve against them.
+	LocalAddrs []string
+	// NodePortIPs, when NodePortIPsKnown, are the NodePort addresses the
+	// kernel state lists; they stand in for LocalAddrs when those are not
+	// known (an import), since which node addresses are local is node
+	// state, not API state.
+	NodePortIPs      []string
+	NodePortIPsKnown bool
+}
+
 // Expected renders kube-proxy's view of a node into the behaviour table:
 // what every frontend should do for each source class. It follows the
 // proxier's rules (dataplane reference §2.5), not any one rule layout, so
 // every data plane is compared against the same table.
-func Expected(v *model.NodeView, cfg inspect.ProxyConfig) *behavior.Table {
+func Expected(in ExpectedInput) (*behavior.Table, []string) {
+	v, cfg := in.View, in.Config
 	t := &behavior.Table{Node: v.Node, Family: v.Family}
 	cidrs := behavior.ParsePrefixes(cfg.ClusterCIDRs)
 	var nodeIPs []netip.Addr
@@ -23,20 +40,24 @@ func Expected(v *model.NodeView, cfg inspect.ProxyConfig) *behavior.Table {
 		}
 	}
 	detector := len(cidrs) > 0
+	npIPs, notes := in.nodePortIPs()
 	for i := range v.Ports {
 		p := &v.Ports[i]
-		for _, k := range frontendKeys(p, cfg, v.NodeIPs) {
+		for _, k := range frontendKeys(p, npIPs) {
 			t.Frontends = append(t.Frontends, expectFrontend(p, k, cidrs, nodeIPs, detector, cfg.MasqueradeAll))
 		}
 	}
 	if !detector && !cfg.MasqueradeAll {
-		t.Notes = append(t.Notes, "no cluster CIDR known: the local-traffic detector is off, so off-cluster traffic to ClusterIPs is not masqueraded")
+		notes = append(notes, "no cluster CIDR known: the local-traffic detector is off, so off-cluster traffic to ClusterIPs is not masqueraded")
 	}
+	t.Notes = notes
 	t.Sort()
-	return t
+	return t, notes
 }
 
-func frontendKeys(p *model.ServicePort, cfg inspect.ProxyConfig, nodeIPs []string) []behavior.Key {
+// frontendKeys lists a port's frontends; npIPs are the NodePort addresses
+// (nil: every local address).
+func frontendKeys(p *model.ServicePort, npIPs []string) []behavior.Key {
 	var keys []behavior.Key
 	k := func(kind behavior.FrontendKind, ip string) behavior.Key {
 		port := p.Port
@@ -55,27 +76,33 @@ func frontendKeys(p *model.ServicePort, cfg inspect.ProxyConfig, nodeIPs []strin
 		keys = append(keys, k(behavior.LoadBalancer, ip))
 	}
 	if p.NodePort != 0 {
-		addrs := nodePortIPs(cfg.NodePortAddresses, nodeIPs)
-		if addrs == nil {
+		if npIPs == nil {
 			keys = append(keys, k(behavior.NodePort, ""))
 		}
-		for _, ip := range addrs {
+		for _, ip := range npIPs {
 			keys = append(keys, k(behavior.NodePort, ip))
 		}
 	}
 	return keys
 }
 
-// nodePortIPs resolves nodePortAddresses: nil means every local address.
-func nodePortIPs(spec []string, nodeIPs []string) []string {
-	if len(spec) == 0 {
-		return nil
+// nodePortIPs resolves nodePortAddresses to the addresses NodePorts open
+// on: nil means every local address (the iptables default). CIDRs and
+// "primary" (the node's primary addresses; the nftables default) match
+// only addresses local to the node.
+func (in ExpectedInput) nodePortIPs() ([]string, []string) {
+	spec := in.Config.NodePortAddresses
+	if len(spec) == 0 && in.Config.Mode == "nftables" {
+		spec = []string{"primary"}
 	}
-	var out []string
+	if len(spec) == 0 {
+		return nil, nil
+	}
+	var cands []string
 	for _, s := range spec {
 		if s == "primary" {
-			if len(nodeIPs) > 0 {
-				out = append(out, nodeIPs[0])
+			if len(in.View.NodeIPs) > 0 {
+				cands = append(cands, in.View.NodeIPs[0])
 			}
 			continue
 		}
@@ -83,16 +110,33 @@ func nodePortIPs(spec []string, nodeIPs []string) []string {
 		if err != nil {
 			continue
 		}
-		for _, ip := range nodeIPs {
+		for _, ip := range append(append([]string(nil), in.View.NodeIPs...), in.LocalAddrs...) {
 			if a, err := netip.ParseAddr(ip); err == nil && pfx.Contains(a) && !a.IsLoopback() {
-				out = append(out, ip)
+				cands = append(cands, ip)
 			}
 		}
 	}
-	if out == nil {
-		out = []string{}
+	local, how := in.LocalAddrs, ""
+	if len(local) == 0 && in.NodePortIPsKnown {
+		local, how = in.NodePortIPs, "the node's local addresses are unknown: NodePort addresses taken from the kernel's own list"
 	}
-	return out
+	out := []string{}
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if seen[c] || (local != nil || in.NodePortIPsKnown) && !slices.Contains(local, c) {
+			continue
+		}
+		seen[c] = true
+		out = append(out, c)
+	}
+	var notes []string
+	if how != "" {
+		notes = append(notes, how)
+	}
+	if len(out) == 0 {
+		notes = append(notes, fmt.Sprintf("nodePortAddresses %v match no local address of node %s: NodePorts are reachable on no address there", spec, in.View.Node))
+	}
+	return out, notes
 }
 
 func expectFrontend(p *model.ServicePort, k behavior.Key, cidrs []netip.Prefix, nodeIPs []netip.Addr, detector, masqAll bool) behavior.Frontend {
@@ -172,7 +216,10 @@ func externalOutcome(p *model.ServicePort, c behavior.SourceClass, detector bool
 func forward(eps []model.Endpoint, masq bool) behavior.Outcome {
 	o := behavior.Outcome{Verdict: behavior.Forward, Masquerade: masq}
 	for _, e := range eps {
-		b := behavior.Backend{Endpoint: e.String(), Probability: 1 / float64(len(eps)), HairpinMasquerade: true}
+		// Only an endpoint on this node can send to the Service through
+		// this node and be answered by itself, so hairpin masquerading is
+		// due only for local endpoints.
+		b := behavior.Backend{Endpoint: e.String(), Probability: 1 / float64(len(eps)), HairpinMasquerade: e.Local}
 		if e.Slice != "" {
 			b.Rules = []string{"EndpointSlice " + e.Slice}
 		}

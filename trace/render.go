@@ -188,15 +188,30 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 
 // serviceRule keeps, for the short output, the rules that belong to the
 // Service: not the fixed jumps from the built-in chains, the filter
-// passes, or the masquerade plumbing every path shares.
+// passes, or the masquerade plumbing every path shares. iptables rules are
+// told by chain name; nftables rules by their chain (kube-proxy's
+// per-service chains) or by the map element they looked up.
 func serviceRule(rule string) bool {
 	if strings.HasPrefix(rule, "filter: ") {
 		return false
 	}
-	for _, c := range []string{"PREROUTING", "OUTPUT", "POSTROUTING", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"} {
-		if strings.Contains(rule, "-A "+c+" ") {
-			return false
+	if _, r, ok := strings.Cut(rule, ": -A "); ok {
+		for _, c := range []string{"PREROUTING ", "OUTPUT ", "POSTROUTING ", "KUBE-POSTROUTING ", "KUBE-MARK-MASQ "} {
+			if strings.HasPrefix(r, c) {
+				return false
+			}
+		}
+		return true
+	}
+	if strings.Contains(rule, "  [") {
+		return true
+	}
+	head, _, _ := strings.Cut(rule, ": ")
+	chain := head[strings.LastIndex(head, " ")+1:]
+	for _, p := range []string{"service-", "external-", "local-", "firewall-", "endpoint-"} {
+		if strings.HasPrefix(chain, p) {
+			return true
 		}
 	}
-	return true
+	return false
 }

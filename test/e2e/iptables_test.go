@@ -36,6 +36,8 @@ type cluster struct {
 	*lab.Lab
 	bin  string
 	pods map[string]*lab.Pod
+	// mode and version of the kube-proxy on every node.
+	mode, version string
 }
 
 // svctrace runs the binary inside a node's network namespace against the
@@ -126,13 +128,17 @@ func buildSvctrace(t *testing.T) string {
 	return bin
 }
 
-// startMatrix starts a two-node lab with kube-proxy in iptables mode on
-// both nodes and applies every Service of the matrix.
-func startMatrix(t *testing.T, mode string) *cluster {
+// startMatrix starts a two-node lab with kube-proxy of that mode and
+// version ("" for the lab's default) on both nodes and applies every
+// Service of the matrix.
+func startMatrix(t *testing.T, mode, version string) *cluster {
 	l := lab.Start(t, lab.Options{Nodes: 2})
-	c := &cluster{Lab: l, bin: buildSvctrace(t), pods: map[string]*lab.Pod{}}
+	if version == "" {
+		version = l.ProxyVersion
+	}
+	c := &cluster{Lab: l, bin: buildSvctrace(t), pods: map[string]*lab.Pod{}, mode: mode, version: version}
 	for _, n := range []string{"node1", "node2"} {
-		if err := l.StartKubeProxy(n, mode); err != nil {
+		if err := c.startProxy(n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -252,4 +258,8 @@ func matchFindings(got, want []string) bool {
 		}
 	}
 	return true
+}
+
+func (c *cluster) startProxy(node string) error {
+	return c.StartKubeProxyVersion(node, c.version, c.mode)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -16,8 +17,23 @@ import (
 // land only on the backends trace predicts; and with kube-proxy stopped,
 // each change gives exactly its finding.
 func TestIPTablesMatrix(t *testing.T) {
-	c := startMatrix(t, "iptables")
+	runMatrix(t, startMatrix(t, "iptables", ""))
+}
 
+// TestNFTablesMatrix runs the same matrix against kube-proxy in nftables
+// mode, in the newest release and in the first with nftables GA: their
+// layouts differ, their behaviour must not.
+func TestNFTablesMatrix(t *testing.T) {
+	for _, v := range []string{"", "v1.33.13"} {
+		name := v
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) { runMatrix(t, startMatrix(t, "nftables", v)) })
+	}
+}
+
+func runMatrix(t *testing.T, c *cluster) {
 	t.Run("healthy", func(t *testing.T) {
 		for _, n := range []string{"node1", "node2"} {
 			waitDrift(t, c, n, nil)
@@ -198,24 +214,28 @@ spec:
 		setAltPort(81)
 		waitDrift(t, c, "node1", nil)
 	})
-	t.Run("rule deleted in the kernel", func(t *testing.T) {
-		nat, err := c.Exec("node1", "iptables-save", "-t", "nat")
-		if err != nil {
-			t.Fatal(err)
-		}
-		web1 := c.pods["web-1"].IP
-		re := regexp.MustCompile(`(?m)^-A (KUBE-SVC-\S+) (.*--comment "default/web:http -> ` + regexp.QuoteMeta(web1) + `:8080".*)$`)
-		m := re.FindStringSubmatch(nat)
-		if m == nil {
-			t.Fatalf("no rule of default/web:http to %s in:\n%s", web1, nat)
-		}
-		if _, err := c.Exec("node1", "sh", "-c", "iptables -t nat -D "+m[1]+" "+m[2]); err != nil {
-			t.Fatal(err)
-		}
-		waitDrift(t, c, "node1", []string{"MissingEndpoint default/web:http " + web1 + ":8080|absent"})
-	})
+	if c.mode == "nftables" {
+		nftKernelChanges(t, c)
+	} else {
+		t.Run("rule deleted in the kernel", func(t *testing.T) {
+			nat, err := c.Exec("node1", "iptables-save", "-t", "nat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			web1 := c.pods["web-1"].IP
+			re := regexp.MustCompile(`(?m)^-A (KUBE-SVC-\S+) (.*--comment "default/web:http -> ` + regexp.QuoteMeta(web1) + `:8080".*)$`)
+			m := re.FindStringSubmatch(nat)
+			if m == nil {
+				t.Fatalf("no rule of default/web:http to %s in:\n%s", web1, nat)
+			}
+			if _, err := c.Exec("node1", "sh", "-c", "iptables -t nat -D "+m[1]+" "+m[2]); err != nil {
+				t.Fatal(err)
+			}
+			waitDrift(t, c, "node1", []string{"MissingEndpoint default/web:http " + web1 + ":8080|absent"})
+		})
+	}
 	t.Run("kube-proxy restarted repairs everything", func(t *testing.T) {
-		if err := c.StartKubeProxy("node1", "iptables"); err != nil {
+		if err := c.startProxy("node1"); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.WaitSynced("node1"); err != nil {
@@ -223,6 +243,46 @@ spec:
 		}
 		waitDrift(t, c, "node1", nil)
 		waitDrift(t, c, "node2", nil)
+	})
+}
+
+// nftKernelChanges edits kube-proxy's nftables table behind its back
+// (kube-proxy is stopped): one map element deleted, one service chain
+// flushed, each undone before the next.
+func nftKernelChanges(t *testing.T, c *cluster) {
+	web := clusterIP(t, c, "web")
+	t.Run("map element deleted in the kernel", func(t *testing.T) {
+		elem := web + " . tcp . 80"
+		set, err := c.Exec("node1", "nft", "list", "map", "ip", "kube-proxy", "service-ips")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(regexp.QuoteMeta(elem) + ` : (goto \S+)`).FindStringSubmatch(set)
+		if m == nil {
+			t.Fatalf("no element %s in:\n%s", elem, set)
+		}
+		if _, err := c.Exec("node1", "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ "+elem+" }"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", []string{"MissingFrontend default/web:http forward"})
+		if _, err := c.Exec("node1", "nft", "add", "element", "ip", "kube-proxy", "service-ips", "{ "+elem+" : "+strings.TrimSuffix(m[1], ",")+" }"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", nil)
+	})
+	t.Run("service chain flushed in the kernel", func(t *testing.T) {
+		chains, err := c.Exec("node1", "nft", "list", "chains", "ip", "kube-proxy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`chain (service-[A-Z0-9]+-default/sticky/tcp/http) `).FindStringSubmatch(chains)
+		if m == nil {
+			t.Fatalf("no service chain of default/sticky in:\n%s", chains)
+		}
+		if _, err := c.Exec("node1", "nft", "flush", "chain", "ip", "kube-proxy", m[1]); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", []string{"MissingFrontend default/sticky:http forward"})
 	})
 }
 
