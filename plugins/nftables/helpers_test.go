@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/netip"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,15 +106,6 @@ func backends(br []dataplane.Branch) map[string]float64 {
 			out[b.DNAT] += b.Probability
 		}
 	}
-	return out
-}
-
-func keysOf[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
