@@ -114,9 +114,11 @@ func foldOrphans(fs []behavior.Finding) []behavior.Finding {
 		}
 		j, ok := cause[f.Service]
 		for _, r := range f.Rules {
-			if _, ep, found := strings.Cut(r, "--to-destination "); found && !ok {
-				ep, _, _ = strings.Cut(ep, " ")
-				j, ok = cause[f.Service+" "+ep]
+			for _, dnat := range []string{"--to-destination ", "dnat to ", "dnat ip to ", "dnat ip6 to "} {
+				if _, ep, found := strings.Cut(r, dnat); found && !ok {
+					ep, _, _ = strings.Cut(ep, " ")
+					j, ok = cause[f.Service+" "+ep]
+				}
 			}
 		}
 		if ok {

@@ -124,6 +124,14 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 		case oo.Verdict == behavior.Unhandled:
 			out = append(out, mk(behavior.MissingFrontend, cls, describe(eo), "no rule handles it", nil,
 				fmt.Sprintf("connections from a %s source to %s pass untouched; expected %s", c, e.Key, describe(eo))))
+		case eo.Verdict == behavior.Forward && !strings.Contains(oo.Reason, e.Service):
+			// Rejected or dropped by a rule that is not the Service's own
+			// (a catch-all after its chain lost its rules): every backend
+			// is unreachable on this path.
+			for _, b := range eo.Backends {
+				out = append(out, mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", append(append([]string(nil), b.Rules...), oo.Rules...),
+					fmt.Sprintf("endpoint %s of %s gets no traffic on this node: connections to %s meet %s", b.Endpoint, e.Service, e.Key, describe(oo))))
+			}
 		case e.LocalOnly && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop):
 			out = append(out, mk(behavior.LocalPolicyMismatch, cls, describe(eo), describe(oo), oo.Rules,
 				fmt.Sprintf("traffic policy Local: a %s source to %s should get %s, gets %s", c, e.Key, describe(eo), describe(oo))))
