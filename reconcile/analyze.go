@@ -265,7 +265,7 @@ func nodeNames(s *inspect.Snapshot) string {
 func ValidateDumps(s *inspect.Snapshot) error {
 	for i := range s.Nodes {
 		for _, fam := range []string{"IPv4", "IPv6"} {
-			if _, err := parseDumps(&s.Nodes[i], fam); err != nil {
+			if _, err := loadPlanes(&s.Nodes[i], fam); err != nil {
 				return err
 			}
 		}
