@@ -172,7 +172,13 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 				if h.Element != "" {
 					p += "  [" + h.Element + "]"
 				}
-				fmt.Fprintf(w, "    %-6s line %-5d %s%s\n", h.Table, h.Line, h.Rule, p)
+				if strings.HasPrefix(h.Rule, "-A ") {
+					fmt.Fprintf(w, "    %-6s line %-5d %s%s\n", h.Table, h.Line, h.Rule, p)
+				} else {
+					// nftables: rules are numbered by handle and do not
+					// name their chain.
+					fmt.Fprintf(w, "    %s %s #%d: %s%s\n", h.Table, h.Chain, h.Line, h.Rule, p)
+				}
 			} else if wide {
 				fmt.Fprintf(w, "    %-6s %s: %s\n", h.Table, h.Chain, h.Rule)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/plugins/nftables"
 	"github.com/svctrace/svctrace/reconcile"
 )
 
@@ -89,7 +90,7 @@ func Trace(a *reconcile.NodeAnalysis, c *inspect.Cluster, spec PacketSpec) (*Tra
 		for _, h := range b.Hops {
 			tb.Hops = append(tb.Hops, Hop{Table: h.Table, Chain: h.Chain, Line: h.Line, Rule: h.Rule, Element: h.Element, Probability: h.Probability})
 			if tb.Service == "" && !h.IsPolicy {
-				tb.Service = serviceOfRule(h.Rule)
+				tb.Service = serviceOfHop(h)
 			}
 		}
 		tb.Pod = pods[b.DNAT]
@@ -102,14 +103,17 @@ func Trace(a *reconcile.NodeAnalysis, c *inspect.Cluster, spec PacketSpec) (*Tra
 	return r, nil
 }
 
-// serviceOfRule names the Service a rule belongs to, from kube-proxy's
+// serviceOfHop names the Service a hop belongs to, from kube-proxy's
 // comment (iptables) or chain name (nftables: service-HASH-ns/name/proto/port).
-func serviceOfRule(rule string) string {
-	if _, c, ok := strings.Cut(rule, "--comment "); ok {
+func serviceOfHop(h dataplane.Hop) string {
+	if _, c, ok := strings.Cut(h.Rule, "--comment "); ok {
 		c = strings.TrimPrefix(c, `"`)
 		if spn, ok := iptables.SPNFromComment(strings.SplitN(c, `"`, 2)[0]); ok {
 			return spn
 		}
+	}
+	if spn, _, ok := nftables.SPNFromName(h.Chain); ok {
+		return spn
 	}
 	return ""
 }

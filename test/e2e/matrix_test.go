@@ -39,8 +39,8 @@ func runMatrix(t *testing.T, c *cluster) {
 			waitDrift(t, c, n, nil)
 		}
 	})
-	if path := os.Getenv("SVCTRACE_LAB_CAPTURE"); path != "" {
-		c.capture(t, path)
+	if dir := os.Getenv("SVCTRACE_LAB_CAPTURE"); dir != "" {
+		c.capture(t, filepath.Join(dir, fmt.Sprintf("lab-%s-%s.snapshot.yaml", c.mode, c.version)))
 	}
 	t.Run("traffic", func(t *testing.T) { checkTraffic(t, c) })
 	t.Run("changes", func(t *testing.T) { checkChanges(t, c) })
@@ -309,8 +309,8 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// capture writes a snapshot of both healthy nodes (the one bundled in
-// examples/ is made this way): SVCTRACE_LAB_CAPTURE=FILE.
+// capture writes a snapshot of both healthy nodes (the ones bundled in
+// examples/ are made this way): SVCTRACE_LAB_CAPTURE=DIR.
 func (c *cluster) capture(t *testing.T, path string) {
 	tmp := filepath.Join(t.TempDir(), "capture.yaml")
 	for i, n := range []string{"node1", "node2"} {
