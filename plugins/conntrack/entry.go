@@ -32,9 +32,9 @@ type Entry struct {
 	ID                 uint32
 	// Packets and bytes per direction, when accounting is on
 	// (nf_conntrack_acct); Accounting says whether they are known.
-	Accounting                 bool
-	OrigPackets, OrigBytes     uint64
-	ReplyPackets, ReplyBytes   uint64
+	Accounting               bool
+	OrigPackets, OrigBytes   uint64
+	ReplyPackets, ReplyBytes uint64
 	// Line is the entry's text line when it was read from text.
 	Line string
 }
