@@ -22,6 +22,9 @@ const (
 	LeftoverRules           = "LeftoverRules"
 	BackendSplitBrain       = "BackendSplitBrain"
 	MissingJumpRule         = "MissingJumpRule"
+	// StaleConntrack: a conntrack entry sends a client to a backend that
+	// is no longer a serving endpoint (or not in the node's rules).
+	StaleConntrack = "StaleConntrack"
 )
 
 // Finding is one difference between what kube-proxy should have programmed

@@ -1,0 +1,214 @@
+package reconcile
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/plugins/conntrack"
+)
+
+// Flow is a conntrack entry to a Service frontend, with what it means.
+type Flow struct {
+	Entry    conntrack.Entry `json:"-"`
+	Frontend behavior.Key    `json:"frontend"`
+	Service  string          `json:"service"`
+	Client   string          `json:"client"`
+	// Backend is where the entry sends the client ("ip:port"); empty when
+	// the entry is not translated (made while the Service had no
+	// endpoints).
+	Backend string `json:"backend,omitempty"`
+	// Status: "ok", "stale", "draining" (TCP to a terminating endpoint),
+	// "untranslated".
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Text   string `json:"entry"`
+}
+
+// Flow statuses.
+const (
+	FlowOK           = "ok"
+	FlowStale        = "stale"
+	FlowDraining     = "draining"
+	FlowUntranslated = "untranslated"
+)
+
+// CorrelateConntrack ties conntrack entries to the analysed node's Service
+// frontends: which Service and backend each one serves, and whether that
+// backend is still valid (a serving endpoint the node's rules send new
+// connections to). Entries to other destinations are ignored.
+func (a *NodeAnalysis) CorrelateConntrack(entries []conntrack.Entry) []Flow {
+	if a.Expected == nil {
+		return nil
+	}
+	local := map[netip.Addr]bool{}
+	for _, ip := range a.NodeIPs {
+		local[ip] = true
+	}
+	var out []Flow
+	for _, e := range entries {
+		f, ok := a.frontendOf(e, local)
+		if !ok {
+			continue
+		}
+		out = append(out, a.judge(e, f))
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Service != out[j].Service {
+			return out[i].Service < out[j].Service
+		}
+		return out[i].Client < out[j].Client
+	})
+	return out
+}
+
+// frontendOf finds the expected frontend an entry's original destination
+// is: an address frontend, or a NodePort on one of the node's addresses.
+func (a *NodeAnalysis) frontendOf(e conntrack.Entry, local map[netip.Addr]bool) (*behavior.Frontend, bool) {
+	proto := strings.ToUpper(e.Protocol)
+	for i := range a.Expected.Frontends {
+		f := &a.Expected.Frontends[i]
+		k := f.Key
+		if k.Protocol != proto || int32(e.Orig.DstPort) != k.Port {
+			continue
+		}
+		if k.Kind == behavior.NodePort {
+			if k.IP == "" && (local[e.Orig.Dst] || e.Orig.Dst.IsLoopback()) || k.IP == e.Orig.Dst.String() {
+				return f, true
+			}
+			continue
+		}
+		if k.IP == e.Orig.Dst.String() {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+func (a *NodeAnalysis) judge(e conntrack.Entry, f *behavior.Frontend) Flow {
+	fl := Flow{Entry: e, Frontend: f.Key, Service: f.Service, Client: netip.AddrPortFrom(e.Orig.Src, e.Orig.SrcPort).String(), Text: describeEntry(e)}
+	if e.Reply.Src == e.Orig.Dst && e.Reply.SrcPort == e.Orig.DstPort {
+		fl.Status = FlowUntranslated
+		if forwardsAny(f) {
+			fl.Reason = "not translated: made while the Service had no endpoints, and kept alive by the client's packets"
+			if strings.EqualFold(e.Protocol, "udp") {
+				fl.Status = FlowStale
+			}
+		}
+		return fl
+	}
+	fl.Backend = netip.AddrPortFrom(e.Reply.Src, e.Reply.SrcPort).String()
+	ep, inAPI := a.endpoint(f.Service, f.Key.Protocol, fl.Backend)
+	_, inRules := a.observedBackend(f.Key, fl.Backend)
+	switch {
+	case inAPI && ep.Serving && inRules:
+		fl.Status = FlowOK
+		if ep.Terminating {
+			fl.Status = FlowDraining
+			fl.Reason = "the endpoint is terminating but still serving"
+		}
+	case inAPI && ep.Serving:
+		fl.Status, fl.Reason = FlowStale, "the endpoint is serving, but the node's rules no longer send new connections to it"
+	case inAPI && ep.Terminating && !strings.EqualFold(e.Protocol, "udp"):
+		// TCP and SCTP flows to a terminating endpoint drain by
+		// themselves; kube-proxy never flushes them.
+		fl.Status, fl.Reason = FlowDraining, "the endpoint is terminating and no longer serving; the connection drains"
+	case inAPI:
+		fl.Status, fl.Reason = FlowStale, "the endpoint is not serving"
+	default:
+		fl.Status, fl.Reason = FlowStale, fmt.Sprintf("%s is no endpoint of %s any more", fl.Backend, f.Service)
+	}
+	return fl
+}
+
+func forwardsAny(f *behavior.Frontend) bool {
+	for _, o := range f.Outcomes {
+		if o.Verdict == behavior.Forward {
+			return true
+		}
+	}
+	return false
+}
+
+// endpoint finds a backend among the Service port's endpoints in the API.
+func (a *NodeAnalysis) endpoint(spn, proto, backend string) (model.Endpoint, bool) {
+	sp, ok := a.View.FindPort(spn, proto)
+	if !ok {
+		return model.Endpoint{}, false
+	}
+	for _, e := range sp.Endpoints {
+		if e.String() == backend {
+			return e, true
+		}
+	}
+	return model.Endpoint{}, false
+}
+
+func (a *NodeAnalysis) observedBackend(k behavior.Key, backend string) (behavior.Backend, bool) {
+	f, ok := a.Observed.Find(k)
+	if !ok {
+		return behavior.Backend{}, false
+	}
+	for _, o := range f.Outcomes {
+		for _, b := range o.Backends {
+			if b.Endpoint == backend {
+				return b, true
+			}
+		}
+	}
+	return behavior.Backend{}, false
+}
+
+// ConntrackFindings turns stale flows into StaleConntrack findings, one per
+// entry (each names its client).
+func ConntrackFindings(node string, flows []Flow) []behavior.Finding {
+	var out []behavior.Finding
+	for _, f := range flows {
+		if f.Status != FlowStale {
+			continue
+		}
+		backend := f.Backend
+		if backend == "" {
+			backend = "no backend (untranslated)"
+		}
+		out = append(out, behavior.Finding{
+			Type: behavior.StaleConntrack, Node: node, Service: f.Service, Frontends: []string{f.Frontend.String()},
+			Expected: "a serving endpoint of " + f.Service,
+			Observed: fmt.Sprintf("%s from client %s to %s", strings.ToLower(f.Entry.Protocol), f.Client, backend),
+			Rules:    []string{f.Text},
+			Message:  fmt.Sprintf("conntrack keeps client %s of %s on %s: %s", f.Client, f.Service, backend, f.Reason),
+		})
+	}
+	return out
+}
+
+// describeEntry renders an entry for reports: protocol, state, tuples,
+// timeout and counters.
+func describeEntry(e conntrack.Entry) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(e.Protocol))
+	if e.State != "" {
+		b.WriteString(" " + e.State)
+	}
+	fmt.Fprintf(&b, " %s -> %s", netip.AddrPortFrom(e.Orig.Src, e.Orig.SrcPort), netip.AddrPortFrom(e.Orig.Dst, e.Orig.DstPort))
+	fmt.Fprintf(&b, " reply from %s", netip.AddrPortFrom(e.Reply.Src, e.Reply.SrcPort))
+	b.WriteString(" timeout " + strconv.FormatUint(uint64(e.Timeout), 10) + "s")
+	if e.Accounting {
+		fmt.Fprintf(&b, " packets %d/%d", e.OrigPackets, e.ReplyPackets)
+	}
+	var flags []string
+	if e.Assured {
+		flags = append(flags, "ASSURED")
+	}
+	if e.Unreplied {
+		flags = append(flags, "UNREPLIED")
+	}
+	if len(flags) > 0 {
+		b.WriteString(" [" + strings.Join(flags, ",") + "]")
+	}
+	return b.String()
+}
