@@ -105,12 +105,12 @@ func (a *NodeAnalysis) judge(e conntrack.Entry, f *behavior.Frontend) Flow {
 	ep, inAPI := a.endpoint(f.Service, f.Key.Protocol, fl.Backend)
 	_, inRules := a.observedBackend(f.Key, fl.Backend)
 	switch {
+	case inAPI && ep.Serving && ep.Terminating:
+		// kube-proxy keeps flows to serving endpoints, terminating or
+		// not: they drain.
+		fl.Status, fl.Reason = FlowDraining, "the endpoint is terminating but still serving"
 	case inAPI && ep.Serving && inRules:
 		fl.Status = FlowOK
-		if ep.Terminating {
-			fl.Status = FlowDraining
-			fl.Reason = "the endpoint is terminating but still serving"
-		}
 	case inAPI && ep.Serving:
 		fl.Status, fl.Reason = FlowStale, "the endpoint is serving, but the node's rules no longer send new connections to it"
 	case inAPI && ep.Terminating && !strings.EqualFold(e.Protocol, "udp"):

@@ -141,6 +141,23 @@ func TestDriftScenarios(t *testing.T) {
 
 func analyze(t *testing.T, sc scenario) []string {
 	t.Helper()
+	a := analyzeScenario(t, sc)
+	var out []string
+	for _, f := range a.Findings {
+		out = append(out, key(f))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// analyze2 analyses node1 of the capture after an API change.
+func analyze2(t *testing.T, api func(c *inspect.Cluster)) *reconcile.NodeAnalysis {
+	t.Helper()
+	return analyzeScenario(t, scenario{api: api})
+}
+
+func analyzeScenario(t *testing.T, sc scenario) *reconcile.NodeAnalysis {
+	t.Helper()
 	data, err := os.ReadFile(fixture + "objects.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -170,12 +187,7 @@ func analyze(t *testing.T, sc scenario) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, f := range a.Findings {
-		out = append(out, key(f))
-	}
-	sort.Strings(out)
-	return out
+	return a
 }
 
 func key(f behavior.Finding) string {

@@ -1,0 +1,67 @@
+package reconcile_test
+
+import (
+	"net/netip"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/plugins/conntrack"
+	"github.com/svctrace/svctrace/reconcile"
+)
+
+func entry(proto, client, dst, reply string) conntrack.Entry {
+	c, d, r := netip.MustParseAddrPort(client), netip.MustParseAddrPort(dst), netip.MustParseAddrPort(reply)
+	return conntrack.Entry{Family: "IPv4", Protocol: proto, Timeout: 100,
+		Orig:  conntrack.Tuple{Src: c.Addr(), Dst: d.Addr(), SrcPort: c.Port(), DstPort: d.Port()},
+		Reply: conntrack.Tuple{Src: r.Addr(), Dst: c.Addr(), SrcPort: r.Port(), DstPort: c.Port()}}
+}
+
+func TestCorrelateConntrack(t *testing.T) {
+	// The API no longer lists 10.244.0.6 for default/nginx; the kernel's
+	// rules (the capture) still do, as after a failed sync.
+	a := analyze2(t, func(c *inspect.Cluster) {
+		s := slice(c, "default", "nginx-abc")
+		s.Endpoints = []discoveryv1.Endpoint{s.Endpoints[0], s.Endpoints[2]}
+	})
+	entries := []conntrack.Entry{
+		entry("tcp", "10.244.0.9:40001", "10.96.94.233:80", "10.244.0.5:8080"),   // fine
+		entry("udp", "10.244.0.9:40002", "10.96.64.120:53", "10.244.0.99:5353"),  // gone backend
+		entry("tcp", "10.244.0.9:40003", "10.96.94.233:80", "10.244.0.6:8080"),   // removed from the API
+		entry("udp", "10.244.0.9:40004", "10.96.64.120:53", "10.96.64.120:53"),   // untranslated UDP
+		entry("tcp", "10.244.0.9:40005", "10.96.40.90:80", "10.244.0.22:8080"),   // terminating
+		entry("tcp", "10.244.0.9:40006", "192.0.2.10:32296", "10.244.0.20:8080"), // NodePort
+		entry("tcp", "10.244.0.9:40007", "192.0.2.99:80", "192.0.2.99:80"),       // not a Service
+	}
+	flows := a.CorrelateConntrack(entries)
+	got := map[string]string{}
+	for _, f := range flows {
+		got[f.Client] = f.Status
+	}
+	want := map[string]string{
+		"10.244.0.9:40001": reconcile.FlowOK,
+		"10.244.0.9:40002": reconcile.FlowStale,
+		"10.244.0.9:40003": reconcile.FlowStale,
+		"10.244.0.9:40004": reconcile.FlowStale,
+		"10.244.0.9:40005": reconcile.FlowDraining,
+		"10.244.0.9:40006": reconcile.FlowOK,
+	}
+	if len(got) != len(want) {
+		t.Errorf("flows %v, want %v", got, want)
+	}
+	for c, st := range want {
+		if got[c] != st {
+			t.Errorf("client %s: %q, want %q (all: %v)", c, got[c], st, got)
+		}
+	}
+	fs := reconcile.ConntrackFindings("node1", flows)
+	if len(fs) != 3 {
+		t.Fatalf("%d findings, want 3: %+v", len(fs), fs)
+	}
+	for _, f := range fs {
+		if f.Type != "StaleConntrack" || f.Node != "node1" || f.Service == "" {
+			t.Errorf("finding %+v", f)
+		}
+	}
+}
