@@ -22,6 +22,8 @@ type Listener struct {
 	Proto string // "TCP", "UDP" or "SCTP"
 	Port  int
 	Name  string // optional container port name (for named targetPorts)
+	// Hold (TCP): connections stay open until the client closes them.
+	Hold bool
 }
 
 // TCP, UDP and SCTP make listeners.
@@ -196,7 +198,11 @@ func (l *Lab) startServer(pod *Pod) error {
 	for _, ls := range pod.Listeners {
 		switch strings.ToUpper(ls.Proto) {
 		case "TCP":
-			args = append(args, "--tcp", strconv.Itoa(ls.Port))
+			flag := "--tcp"
+			if ls.Hold {
+				flag = "--tcp-hold"
+			}
+			args = append(args, flag, strconv.Itoa(ls.Port))
 		case "UDP":
 			args = append(args, "--udp", strconv.Itoa(ls.Port))
 		case "SCTP":

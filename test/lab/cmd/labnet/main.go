@@ -49,6 +49,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "dial":
 		err = dial(os.Args[2:])
+	case "hold":
+		err = hold(os.Args[2:])
 	case "sctp-check":
 		if e := sctpCheck(); e != nil {
 			fmt.Fprintln(os.Stderr, "labnet: sctp:", e)
@@ -130,10 +132,11 @@ func sctpCheck() error {
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var tcp, udp, sctp portList
+	var tcp, tcpHold, udp, sctp portList
 	name := fs.String("name", "", "name to answer with")
 	ready := fs.String("ready-file", "", "file to create once listening")
 	fs.Var(&tcp, "tcp", "TCP port (repeatable)")
+	fs.Var(&tcpHold, "tcp-hold", "TCP port whose connections stay open until the client closes them (repeatable)")
 	fs.Var(&udp, "udp", "UDP port (repeatable)")
 	fs.Var(&sctp, "sctp", "SCTP port (repeatable)")
 	pos, err := parseInterspersed(fs, args)
@@ -147,13 +150,14 @@ func serve(args []string) error {
 		return errors.New("serve: --name is required")
 	}
 	reply := []byte(*name + "\n")
-	errc := make(chan error, len(tcp)+len(udp)+len(sctp))
-	for _, p := range tcp {
+	errc := make(chan error, len(tcp)+len(tcpHold)+len(udp)+len(sctp))
+	for i, p := range append(append(portList(nil), tcp...), tcpHold...) {
 		ln, err := net.Listen("tcp", ":"+strconv.Itoa(p))
 		if err != nil {
 			return err
 		}
-		go func() { errc <- serveTCP(ln, reply) }()
+		keep := i >= len(tcp)
+		go func() { errc <- serveTCP(ln, reply, keep) }()
 	}
 	for _, p := range udp {
 		pc, err := net.ListenPacket("udp", ":"+strconv.Itoa(p))
@@ -186,7 +190,9 @@ func serve(args []string) error {
 	}
 }
 
-func serveTCP(ln net.Listener, reply []byte) error {
+// serveTCP answers each connection with the name; keep holds the
+// connection open until the client closes it (a long-lived flow).
+func serveTCP(ln net.Listener, reply []byte, keep bool) error {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -194,6 +200,11 @@ func serveTCP(ln net.Listener, reply []byte) error {
 		}
 		go func() {
 			defer c.Close()
+			if keep {
+				c.Write(reply)
+				io.Copy(io.Discard, c)
+				return
+			}
 			c.SetDeadline(time.Now().Add(5 * time.Second))
 			c.Write(reply)
 		}()
@@ -256,6 +267,7 @@ func dial(args []string) error {
 	fs := flag.NewFlagSet("dial", flag.ContinueOnError)
 	count := fs.Int("count", 1, "number of attempts")
 	src := fs.String("src", "", "source IP to bind")
+	sport := fs.Int("sport", 0, "source port to bind (0: any): every attempt then is the same flow to conntrack")
 	timeout := fs.Duration("timeout", 2*time.Second, "per-attempt timeout")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -280,7 +292,7 @@ func dial(args []string) error {
 	case "tcp":
 		once = func() (string, error) { return dialTCP(ap, srcAddr, *timeout) }
 	case "udp":
-		once = func() (string, error) { return dialUDP(ap, srcAddr, *timeout) }
+		once = func() (string, error) { return dialUDP(ap, srcAddr, *sport, *timeout) }
 	case "sctp":
 		once = func() (string, error) { return dialSCTP(ap, srcAddr, *timeout) }
 	default:
@@ -336,10 +348,13 @@ func dialTCP(ap netip.AddrPort, src netip.Addr, timeout time.Duration) (string, 
 	return readName(c)
 }
 
-func dialUDP(ap netip.AddrPort, src netip.Addr, timeout time.Duration) (string, error) {
+func dialUDP(ap netip.AddrPort, src netip.Addr, sport int, timeout time.Duration) (string, error) {
 	var laddr *net.UDPAddr
-	if src.IsValid() {
-		laddr = &net.UDPAddr{IP: src.AsSlice()}
+	if src.IsValid() || sport != 0 {
+		laddr = &net.UDPAddr{Port: sport}
+		if src.IsValid() {
+			laddr.IP = src.AsSlice()
+		}
 	}
 	c, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(ap))
 	if err != nil {
@@ -390,4 +405,31 @@ func dialSCTP(ap netip.AddrPort, src netip.Addr, timeout time.Duration) (string,
 		return "", errors.New("empty answer")
 	}
 	return s, nil
+}
+
+// hold opens one TCP connection, prints the answering backend and the
+// local port, and keeps the connection open until killed or --for ends:
+// a long-lived flow whose conntrack entry must survive other repairs.
+func hold(args []string) error {
+	fs := flag.NewFlagSet("hold", flag.ContinueOnError)
+	dur := fs.Duration("for", time.Hour, "how long to keep the connection open")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("hold: want HOST:PORT")
+	}
+	c, err := net.DialTimeout("tcp", pos[0], 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	buf := make([]byte, 512)
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	n, _ := c.Read(buf)
+	fmt.Printf("%s %d\n", strings.TrimSpace(string(buf[:n])), c.LocalAddr().(*net.TCPAddr).Port)
+	os.Stdout.Sync()
+	time.Sleep(*dur)
+	return nil
 }
