@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,4 +142,38 @@ func nsName(ns string) string {
 		return "all namespaces"
 	}
 	return "namespace " + ns
+}
+
+// ServiceAddrs are the addresses Services answer on (ClusterIPs, external
+// IPs, load-balancer IPs) and the nodes' own (NodePorts): the original
+// destinations of the conntrack entries svctrace reads.
+func ServiceAddrs(c *Cluster) []netip.Addr {
+	if c == nil {
+		return nil
+	}
+	seen := map[netip.Addr]bool{}
+	var out []netip.Addr
+	add := func(s string) {
+		if a, err := netip.ParseAddr(s); err == nil && !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, s := range c.Services {
+		for _, ip := range s.Spec.ClusterIPs {
+			add(ip)
+		}
+		for _, ip := range s.Spec.ExternalIPs {
+			add(ip)
+		}
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			add(in.IP)
+		}
+	}
+	for _, n := range c.Nodes {
+		for _, a := range n.Status.Addresses {
+			add(a.Address)
+		}
+	}
+	return out
 }

@@ -18,6 +18,9 @@ type ImportOptions struct {
 	IP6TablesSave []string
 	// NFTJSON are nft -j list ruleset outputs.
 	NFTJSON []string
+	// Conntrack are conntrack -L -o extended or /proc/net/nf_conntrack
+	// outputs.
+	Conntrack []string
 	// Table is the table of headerless dumps, when the user says it.
 	Table string
 	// KubeProxy holds settings given as flags.
@@ -68,6 +71,9 @@ func Import(o ImportOptions) (*Snapshot, error) {
 		return nil, err
 	}
 	if err := add(o.NFTJSON, CollectorNFTJSON, ""); err != nil {
+		return nil, err
+	}
+	if err := add(o.Conntrack, CollectorConntrack, ""); err != nil {
 		return nil, err
 	}
 	if len(ns.Dumps) == 0 {

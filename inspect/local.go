@@ -5,9 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/svctrace/svctrace/plugins/conntrack"
 )
 
 // saveCommands are the dump commands per family and backend. The plain
@@ -22,11 +25,26 @@ var saveCommands = []struct {
 	{CollectorIP6TablesSave, "IPv6", "legacy", "ip6tables-legacy-save"},
 }
 
+// LocalOptions tune CollectLocal.
+type LocalOptions struct {
+	// ConntrackLimit bounds the conntrack entries kept (0: the default,
+	// DefaultConntrackLimit).
+	ConntrackLimit int
+	// ConntrackDst, when set, keeps only conntrack entries whose original
+	// destination is one of these (the Services' addresses and the node's
+	// own), filtered in the kernel where it can.
+	ConntrackDst []netip.Addr
+}
+
+// DefaultConntrackLimit is how many conntrack entries a snapshot keeps.
+const DefaultConntrackLimit = 100000
+
 // CollectLocal reads the kernel state of the network namespace the process
 // runs in: iptables dumps of both backends and families, the nftables
-// ruleset as JSON, and the local addresses. Tools that are not installed are noted, not fatal; a dump
-// command that fails is an error.
-func CollectLocal(ctx context.Context, node string) (NodeState, []string, error) {
+// ruleset as JSON, the conntrack entries to Services (bounded), and the
+// local addresses. Tools that are not installed are noted, not fatal; a
+// dump command that fails is an error.
+func CollectLocal(ctx context.Context, node string, opts LocalOptions) (NodeState, []string, error) {
 	ns := NodeState{Name: node, CapturedAt: time.Now().UTC()}
 	var notes []string
 	found := 0
@@ -73,5 +91,49 @@ func CollectLocal(ctx context.Context, node string) (NodeState, []string, error)
 			ns.Addresses = append(ns.Addresses, ipn.IP.String())
 		}
 	}
+	if len(opts.ConntrackDst) > 0 {
+		// NodePorts answer on every local address.
+		for _, a := range ns.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				opts.ConntrackDst = append(opts.ConntrackDst, ip)
+			}
+		}
+	}
+	ct, note, err := collectConntrack(ctx, opts)
+	if err != nil {
+		return ns, notes, err
+	}
+	ns.Dumps = append(ns.Dumps, ct)
+	if note != "" {
+		notes = append(notes, note)
+	}
 	return ns, notes, nil
+}
+
+// collectConntrack streams the conntrack table into its text form, keeping
+// at most the limit and saying so when more were there.
+func collectConntrack(ctx context.Context, opts LocalOptions) (Dump, string, error) {
+	limit := opts.ConntrackLimit
+	if limit <= 0 {
+		limit = DefaultConntrackLimit
+	}
+	var b strings.Builder
+	kept := 0
+	stats, err := conntrack.Dump(ctx, conntrack.Filter{OrigDst: opts.ConntrackDst}, func(e conntrack.Entry) error {
+		if kept < limit {
+			b.WriteString(conntrack.Format(e))
+			b.WriteByte('\n')
+			kept++
+		}
+		return nil
+	})
+	if err != nil {
+		return Dump{}, "", fmt.Errorf("reading the conntrack table: %w", err)
+	}
+	d := Dump{Collector: CollectorConntrack, Origin: "conntrack (netlink)", Text: b.String()}
+	note := ""
+	if stats.Passed > kept {
+		note = fmt.Sprintf("conntrack: %d entries to Services, the first %d kept (the snapshot's bound)", stats.Passed, kept)
+	}
+	return d, note, nil
 }

@@ -70,6 +70,9 @@ const (
 	CollectorIP6TablesSave = "ip6tables-save"
 	// CollectorNFTJSON is the output of nft -j list ruleset.
 	CollectorNFTJSON = "nft-json"
+	// CollectorConntrack is conntrack entries in the text form of
+	// conntrack -L -o extended (or /proc/net/nf_conntrack).
+	CollectorConntrack = "conntrack"
 )
 
 // Dump is one collector output, verbatim.

@@ -30,6 +30,9 @@ type NodeAnalysis struct {
 	NodeIPs  []netip.Addr
 	Expected *behavior.Table
 	Observed *behavior.Table
+	// Flows are the conntrack entries to the node's Service frontends,
+	// when the snapshot holds the conntrack table.
+	Flows []Flow
 	// Findings are behavioural differences plus text-level checks; nil
 	// Expected means only text-level checks ran.
 	Findings []behavior.Finding
@@ -88,6 +91,14 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 		a.Findings = append(a.Findings, Compare(a.Expected, a.Observed)...)
 	} else {
 		a.Notes = append(a.Notes, "no API objects in the snapshot: behaviour is read from the rules alone, and only text-level checks run")
+	}
+	entries, haveCT, err := conntrackEntries(ns, family)
+	if err != nil {
+		return nil, err
+	}
+	if haveCT && a.Expected != nil {
+		a.Flows = a.CorrelateConntrack(entries)
+		a.Findings = append(a.Findings, ConntrackFindings(node, a.Flows)...)
 	}
 	a.Findings = foldOrphans(append(a.Findings, a.Plane.Checks(node, a.Config.Mode)...))
 	a.Findings = behavior.Merge(a.Findings)
@@ -268,6 +279,9 @@ func ValidateDumps(s *inspect.Snapshot) error {
 			if _, err := loadPlanes(&s.Nodes[i], fam); err != nil {
 				return err
 			}
+		}
+		if _, _, err := conntrackEntries(&s.Nodes[i], ""); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -35,6 +35,9 @@ const (
 	FlowStale        = "stale"
 	FlowDraining     = "draining"
 	FlowUntranslated = "untranslated"
+	// FlowClosed: a TCP or SCTP connection that has ended (TIME_WAIT,
+	// CLOSE, ...): its entry carries no more traffic.
+	FlowClosed = "closed"
 )
 
 // CorrelateConntrack ties conntrack entries to the analysed node's Service
@@ -102,6 +105,10 @@ func (a *NodeAnalysis) judge(e conntrack.Entry, f *behavior.Frontend) Flow {
 		return fl
 	}
 	fl.Backend = netip.AddrPortFrom(e.Reply.Src, e.Reply.SrcPort).String()
+	if !live(e) {
+		fl.Status = FlowClosed
+		return fl
+	}
 	ep, inAPI := a.endpoint(f.Service, f.Key.Protocol, fl.Backend)
 	_, inRules := a.observedBackend(f.Key, fl.Backend)
 	switch {
@@ -211,4 +218,25 @@ func describeEntry(e conntrack.Entry) string {
 		b.WriteString(" [" + strings.Join(flags, ",") + "]")
 	}
 	return b.String()
+}
+
+// live reports whether an entry can still carry a client's packets: UDP
+// entries always (until they time out); TCP and SCTP ones while the
+// connection is being opened or is open.
+func live(e conntrack.Entry) bool {
+	switch strings.ToLower(e.Protocol) {
+	case "tcp":
+		switch e.State {
+		case "ESTABLISHED", "SYN_SENT", "SYN_RECV", "SYN_SENT2", "":
+			return true
+		}
+		return false
+	case "sctp":
+		switch e.State {
+		case "ESTABLISHED", "COOKIE_WAIT", "COOKIE_ECHOED", "":
+			return true
+		}
+		return false
+	}
+	return true
 }

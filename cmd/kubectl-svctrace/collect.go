@@ -17,6 +17,7 @@ type collectOptions struct {
 	iptablesSave  []string
 	ip6tablesSave []string
 	nftJSON       []string
+	conntrack     []string
 	table         string
 	mode          string
 	addresses     []string
@@ -63,6 +64,7 @@ comments and chain hashes.`,
 	cmd.Flags().StringVarP(&o.outFile, "filename", "f", "", "Write the snapshot here (.yaml or .json; - for stdout)")
 	cmd.Flags().StringSliceVar(&o.iptablesSave, "iptables-save", nil, "Import: iptables-save output (or iptables -S lines) of the node")
 	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
+	cmd.Flags().StringSliceVar(&o.conntrack, "conntrack", nil, "Import: the node's conntrack table (conntrack -L -o extended, or /proc/net/nf_conntrack)")
 	cmd.Flags().StringSliceVar(&o.nftJSON, "nft-json", nil, "Import: nft -j list ruleset output of the node (the JSON form: the text form of nft list ruleset loses types)")
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
 	cmd.Flags().StringVar(&o.mode, "proxy-mode", "", "Import: kube-proxy's mode, if known")
@@ -114,7 +116,7 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 		}
 		var err error
 		s, err = inspect.Import(inspect.ImportOptions{
-			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON,
+			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON, Conntrack: o.conntrack,
 			Table: o.table, KubeProxy: pc, Addresses: o.addresses, Now: time.Now(), Generator: "svctrace " + version,
 		})
 		if err != nil {

@@ -147,11 +147,6 @@ func (o *commonOptions) pickNode(s *inspect.Snapshot) error {
 func (o *commonOptions) liveSnapshot(ctx context.Context) (*inspect.Snapshot, error) {
 	s := &inspect.Snapshot{APIVersion: inspect.APIVersion, Kind: inspect.Kind,
 		Metadata: inspect.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + version}}
-	node, lnotes, err := inspect.CollectLocal(ctx, o.node)
-	if err != nil {
-		return nil, err
-	}
-	s.Metadata.Notes = append(s.Metadata.Notes, lnotes...)
 	pc, pcErr := inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
 	if o.objectsFile != "" {
 		c, notes, err := decodeObjectsFile(o.objectsFile)
@@ -185,6 +180,13 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*inspect.Snapshot, er
 			}
 		}
 	}
+	// The conntrack table is read only for the Services' addresses and
+	// the node's own (NodePorts), so a full table stays out of memory.
+	node, lnotes, err := inspect.CollectLocal(ctx, o.node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(s.Cluster)})
+	if err != nil {
+		return nil, err
+	}
+	s.Metadata.Notes = append(s.Metadata.Notes, lnotes...)
 	node.KubeProxy = pc
 	s.Nodes = append(s.Nodes, node)
 	return s, nil

@@ -41,7 +41,7 @@ Exit codes: 0 success (drift: no drift), 1 drift found (drift only),
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: name},
 	}
 	root.AddCommand(newExplainCommand(streams), newTraceCommand(streams), newDriftCommand(streams),
-		newCollectCommand(streams), newVersionCommand(streams))
+		newCollectCommand(streams), newReconcileCommand(streams), newVersionCommand(streams))
 	return root
 }
 

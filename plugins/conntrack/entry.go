@@ -35,6 +35,16 @@ type Entry struct {
 	Accounting               bool
 	OrigPackets, OrigBytes   uint64
 	ReplyPackets, ReplyBytes uint64
+	// ICMP is the type, code and id of an icmp or icmpv6 entry's original
+	// direction (the reply's type is derived from it); zero for other
+	// protocols. Added so that Format and Create keep icmp entries whole.
+	ICMP ICMP
 	// Line is the entry's text line when it was read from text.
 	Line string
+}
+
+// ICMP identifies an icmp or icmpv6 flow; its ports are 0.
+type ICMP struct {
+	Type, Code uint8
+	ID         uint16
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/svctrace/svctrace/reconcile"
+)
+
+func newReconcileCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Repair a node's kernel state (dry run unless --apply)",
+	}
+	cmd.AddCommand(newReconcileConntrackCommand(streams))
+	return cmd
+}
+
+type reconcileConntrackOptions struct {
+	*commonOptions
+	apply bool
+}
+
+func newReconcileConntrackCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &reconcileConntrackOptions{commonOptions: newCommonOptions(streams)}
+	cmd := &cobra.Command{
+		Use:   "conntrack --node N [--apply]",
+		Short: "Delete exactly the conntrack entries that send clients to backends that are gone",
+		Long: `List the conntrack entries of a node that NAT a Service's clients to a backend
+that is no longer a serving endpoint (or no longer in the node's rules), and
+UDP entries made while a Service had no endpoints: the entries a failed
+kube-proxy cleanup leaves behind. With --apply (on the node, --local), delete
+those entries and nothing else, then read the table again and report what is
+left. TCP and SCTP flows to terminating endpoints drain by themselves and are
+left alone.
+
+Exit codes: 0 nothing stale (or all of it deleted), 1 stale entries listed
+(dry run) or left after --apply, 2 error.`,
+		Example: `  kubectl svctrace reconcile conntrack --local --node "$(hostname)"
+  kubectl svctrace reconcile conntrack --local --node "$(hostname)" --apply`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(); err != nil {
+				return err
+			}
+			if o.apply && !o.local {
+				return errors.New("--apply changes the kernel: it needs --local (run it on the node)")
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd)
+		},
+	}
+	o.addFlags(cmd, true)
+	cmd.Flags().BoolVar(&o.apply, "apply", false, "Delete the stale entries (default: only list them)")
+	return cmd
+}
+
+func (o *reconcileConntrackOptions) run(cmd *cobra.Command) error {
+	_, a, err := o.analyzeNode(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if a.Expected == nil {
+		return errors.New("conntrack entries are judged against the API objects: the snapshot has none")
+	}
+	r := reconcile.NewConntrackReport(a.Node, o.apply)
+	if o.apply {
+		rep, err := a.RepairConntrack(cmd.Context(), a.Flows)
+		if err != nil {
+			return err
+		}
+		r.Fill(rep)
+	} else {
+		r.Fill(&reconcile.ConntrackRepair{Stale: reconcile.StaleFlows(a.Flows)})
+	}
+	if err := o.print(r, func(wide bool) { renderRepair(o.Out, r) }); err != nil {
+		return err
+	}
+	if len(r.Remaining) > 0 || !o.apply && len(r.Stale) > 0 {
+		return &exitCodeError{code: exitDrift}
+	}
+	return nil
+}
+
+func renderRepair(w io.Writer, r *reconcile.ConntrackReport) {
+	verb := "would delete"
+	if r.Applied {
+		verb = "deleted"
+	}
+	fmt.Fprintf(w, "node %s: %d stale conntrack entries\n", r.Node, len(r.Stale))
+	for _, f := range r.Stale {
+		fmt.Fprintf(w, "  %s %s  %s -> %s: %s\n", verb, f.Service, f.Client, orNone(f.Backend), f.Reason)
+		fmt.Fprintf(w, "      %s\n", f.Text)
+	}
+	if r.Applied {
+		fmt.Fprintf(w, "deleted %d, already gone %d; read again: %d stale entries left\n", r.Deleted, r.Gone, len(r.Remaining))
+		for _, f := range r.Remaining {
+			fmt.Fprintf(w, "  left: %s %s -> %s\n", f.Service, f.Client, orNone(f.Backend))
+		}
+	} else if len(r.Stale) > 0 {
+		fmt.Fprintln(w, "dry run: nothing deleted (add --apply on the node)")
+	}
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(untranslated)"
+	}
+	return s
+}

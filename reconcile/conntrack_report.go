@@ -1,0 +1,56 @@
+package reconcile
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ConntrackReport is what reconcile conntrack found and did.
+type ConntrackReport struct {
+	metav1.TypeMeta `json:",inline"`
+	Node            string `json:"node"`
+	Applied         bool   `json:"applied"`
+	Stale           []Flow `json:"stale"`
+	Deleted         int    `json:"deleted"`
+	Gone            int    `json:"gone"`
+	Remaining       []Flow `json:"remaining"`
+}
+
+// NewConntrackReport returns an empty report with its type set.
+func NewConntrackReport(node string, applied bool) *ConntrackReport {
+	return &ConntrackReport{TypeMeta: metav1.TypeMeta{APIVersion: "svctrace.dev/v1alpha1", Kind: "ConntrackReport"},
+		Node: node, Applied: applied, Stale: []Flow{}, Remaining: []Flow{}}
+}
+
+// Fill copies a repair's results into the report.
+func (r *ConntrackReport) Fill(rep *ConntrackRepair) {
+	r.Stale = append(r.Stale, rep.Stale...)
+	r.Remaining = append(r.Remaining, rep.Remaining...)
+	r.Deleted, r.Gone = rep.Deleted, rep.Gone
+}
+
+// StaleFlows keeps the stale flows.
+func StaleFlows(flows []Flow) []Flow {
+	var out []Flow
+	for _, f := range flows {
+		if f.Status == FlowStale {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// DeepCopyObject implements runtime.Object for the printers.
+func (r *ConntrackReport) DeepCopyObject() runtime.Object {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return r
+	}
+	out := &ConntrackReport{}
+	if err := json.Unmarshal(b, out); err != nil {
+		return r
+	}
+	return out
+}
