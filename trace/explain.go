@@ -81,6 +81,7 @@ func Explain(a *reconcile.NodeAnalysis, c *inspect.Cluster, ref ServiceRef) (*Ex
 			r.Findings = append(r.Findings, f)
 		}
 	}
+	r.Conntrack = flowCounts(a, ref)
 	r.Pods = podsOf(c, a.View)
 	r.Notes = append(r.Notes, a.Notes...)
 	r.Notes = append(r.Notes, a.Config.Inferred...)
@@ -187,6 +188,31 @@ func podsOf(c *inspect.Cluster, v *model.NodeView) map[string]string {
 				out[e.String()] = byIP[e.IP]
 			}
 		}
+	}
+	return out
+}
+
+// flowCounts sums up the Service's conntrack entries per frontend and
+// backend.
+func flowCounts(a *reconcile.NodeAnalysis, ref ServiceRef) []FlowCount {
+	idx := map[string]int{}
+	var out []FlowCount
+	for _, f := range a.Flows {
+		if !ref.Matches(f.Service) {
+			continue
+		}
+		backend := f.Backend
+		if backend == "" {
+			backend = "(untranslated)"
+		}
+		k := f.Frontend.String() + " " + backend
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, FlowCount{Frontend: f.Frontend.String(), Backend: backend, Counts: map[string]int{}})
+		}
+		out[i].Counts[f.Status]++
 	}
 	return out
 }

@@ -43,6 +43,12 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool) {
 		}
 		renderOutcomes(w, f, r.Pods, wide)
 	}
+	if len(r.Conntrack) > 0 {
+		fmt.Fprintf(w, "\nConnections (conntrack):\n")
+		for _, fc := range r.Conntrack {
+			fmt.Fprintf(w, "  %s -> %s: %s\n", fc.Frontend, fc.Backend, countsText(fc.Counts))
+		}
+	}
 	if len(r.Causes) > 0 {
 		fmt.Fprintf(w, "\nFrom the API objects:\n")
 		for _, c := range r.Causes {
@@ -220,4 +226,17 @@ func serviceRule(rule string) bool {
 		}
 	}
 	return false
+}
+
+// countsText writes flow counts in a fixed order: "2 live, 1 stale".
+func countsText(c map[string]int) string {
+	var parts []string
+	for _, st := range []struct{ key, label string }{
+		{"ok", "live"}, {"stale", "stale"}, {"draining", "draining"}, {"untranslated", "untranslated"}, {"closed", "closed"},
+	} {
+		if n := c[st.key]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st.label))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -28,10 +28,21 @@ type ExplainReport struct {
 	Skipped   string              `json:"skipped,omitempty"`
 	Frontends []behavior.Frontend `json:"frontends,omitempty"`
 	// Pods names the Pod behind each endpoint ("ip:port" -> ns/name).
-	Pods     map[string]string  `json:"pods,omitempty"`
-	Causes   []model.Cause      `json:"causes,omitempty"`
-	Findings []behavior.Finding `json:"findings,omitempty"`
-	Notes    []string           `json:"notes,omitempty"`
+	Pods   map[string]string `json:"pods,omitempty"`
+	Causes []model.Cause     `json:"causes,omitempty"`
+	// Conntrack sums up the live connections per frontend and backend,
+	// when the snapshot holds the conntrack table.
+	Conntrack []FlowCount        `json:"conntrack,omitempty"`
+	Findings  []behavior.Finding `json:"findings,omitempty"`
+	Notes     []string           `json:"notes,omitempty"`
+}
+
+// FlowCount is the number of conntrack entries of one frontend and
+// backend, by status (ok, stale, draining, untranslated, closed).
+type FlowCount struct {
+	Frontend string         `json:"frontend"`
+	Backend  string         `json:"backend"`
+	Counts   map[string]int `json:"counts"`
 }
 
 // TraceReport is every way one packet can go through a node's rules.
