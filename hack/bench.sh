@@ -16,3 +16,15 @@ echo "$out" | awk '
 		printf "\nparse:   10k services %.2f s, 1k services %.3f s: ratio %.1f for 10x the rules\n", p10/1e9, p1/1e9, p10/p1
 		printf "observe: 10k services %.2f s, 1k services %.3f s: ratio %.1f for 10x the frontends\n", o10/1e9, o1/1e9, o10/o1
 	}'
+
+# conntrack at scale: 100,000 entries in a network namespace of its own
+# (root), read by svctrace's streaming netlink dump and by conntrack -L in
+# the same run, then correlated with Services.
+if [ "$(id -u)" = 0 ] && command -v conntrack >/dev/null 2>&1; then
+	echo
+	SVCTRACE_BENCH_CONNTRACK=1 go test ./plugins/conntrack/ -run TestDumpVersusConntrackCLI -count=1 -v |
+		sed -n '/method (best of 3)/,/^$/p' | sed 's/^ *//'
+	go test ./reconcile/ -run XXX -bench Correlate100k -benchmem -benchtime 3x | grep '^Benchmark'
+else
+	echo "conntrack benchmark skipped: needs root and the conntrack tool"
+fi

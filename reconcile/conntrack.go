@@ -48,13 +48,10 @@ func (a *NodeAnalysis) CorrelateConntrack(entries []conntrack.Entry) []Flow {
 	if a.Expected == nil {
 		return nil
 	}
-	local := map[netip.Addr]bool{}
-	for _, ip := range a.NodeIPs {
-		local[ip] = true
-	}
+	idx := newFrontendIndex(a.Expected.Frontends, a.NodeIPs)
 	var out []Flow
 	for _, e := range entries {
-		f, ok := a.frontendOf(e, local)
+		f, ok := idx.lookup(e)
 		if !ok {
 			continue
 		}
@@ -69,31 +66,59 @@ func (a *NodeAnalysis) CorrelateConntrack(entries []conntrack.Entry) []Flow {
 	return out
 }
 
-// frontendOf finds the expected frontend an entry's original destination
-// is: an address frontend, or a NodePort on one of the node's addresses.
-func (a *NodeAnalysis) frontendOf(e conntrack.Entry, local map[netip.Addr]bool) (*behavior.Frontend, bool) {
-	proto := strings.ToUpper(e.Protocol)
-	for i := range a.Expected.Frontends {
-		f := &a.Expected.Frontends[i]
+// frontendIndex finds the frontend an entry's original destination is:
+// an address frontend, or a NodePort on one of the node's addresses.
+type frontendIndex struct {
+	byAddr     map[addrKey]*behavior.Frontend
+	byNodePort map[addrKey]*behavior.Frontend // Addr unset: any local address
+	local      map[netip.Addr]bool
+}
+
+type addrKey struct {
+	addr  netip.Addr
+	port  uint16
+	proto string
+}
+
+func newFrontendIndex(fs []behavior.Frontend, nodeIPs []netip.Addr) *frontendIndex {
+	idx := &frontendIndex{byAddr: map[addrKey]*behavior.Frontend{}, byNodePort: map[addrKey]*behavior.Frontend{}, local: map[netip.Addr]bool{}}
+	for _, ip := range nodeIPs {
+		idx.local[ip] = true
+	}
+	for i := range fs {
+		f := &fs[i]
 		k := f.Key
-		if k.Protocol != proto || int32(e.Orig.DstPort) != k.Port {
+		if k.Kind == behavior.NodePort && k.IP == "" {
+			idx.byNodePort[addrKey{port: uint16(k.Port), proto: k.Protocol}] = f
 			continue
 		}
-		if k.Kind == behavior.NodePort {
-			if k.IP == "" && (local[e.Orig.Dst] || e.Orig.Dst.IsLoopback()) || k.IP == e.Orig.Dst.String() {
-				return f, true
-			}
-			continue
+		if ip, err := netip.ParseAddr(k.IP); err == nil {
+			idx.byAddr[addrKey{ip, uint16(k.Port), k.Protocol}] = f
 		}
-		if k.IP == e.Orig.Dst.String() {
-			return f, true
-		}
+	}
+	return idx
+}
+
+func (idx *frontendIndex) lookup(e conntrack.Entry) (*behavior.Frontend, bool) {
+	proto := strings.ToUpper(e.Protocol)
+	if f, ok := idx.byAddr[addrKey{e.Orig.Dst, e.Orig.DstPort, proto}]; ok {
+		return f, true
+	}
+	if idx.local[e.Orig.Dst] || e.Orig.Dst.IsLoopback() {
+		f, ok := idx.byNodePort[addrKey{port: e.Orig.DstPort, proto: proto}]
+		return f, ok
 	}
 	return nil, false
 }
 
-func (a *NodeAnalysis) judge(e conntrack.Entry, f *behavior.Frontend) Flow {
-	fl := Flow{Entry: e, Frontend: f.Key, Service: f.Service, Client: netip.AddrPortFrom(e.Orig.Src, e.Orig.SrcPort).String(), Text: describeEntry(e)}
+func (a *NodeAnalysis) judge(e conntrack.Entry, f *behavior.Frontend) (fl Flow) {
+	fl = Flow{Entry: e, Frontend: f.Key, Service: f.Service, Client: netip.AddrPortFrom(e.Orig.Src, e.Orig.SrcPort).String()}
+	defer func() {
+		// Reports quote the entries that need attention.
+		if fl.Status != FlowOK && fl.Status != FlowClosed {
+			fl.Text = describeEntry(e)
+		}
+	}()
 	if e.Reply.Src == e.Orig.Dst && e.Reply.SrcPort == e.Orig.DstPort {
 		fl.Status = FlowUntranslated
 		if forwardsAny(f) {

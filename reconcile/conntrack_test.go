@@ -65,3 +65,21 @@ func TestCorrelateConntrack(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCorrelate100k ties 100,000 entries to the capture's frontends.
+func BenchmarkCorrelate100k(b *testing.B) {
+	a := analyze2(b, nil)
+	eps := []string{"10.244.0.5:8080", "10.244.0.6:8080", "10.244.1.7:8080", "10.244.9.9:8080"}
+	entries := make([]conntrack.Entry, 0, 100000)
+	for i := range 100000 {
+		client := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 244, byte(i >> 16), byte(i >> 8)}), uint16(20000+i%40000))
+		entries = append(entries, entry("tcp", client.String(), "10.96.94.233:80", eps[i%len(eps)]))
+	}
+	b.ResetTimer()
+	b.ReportAllocs()
+	for range b.N {
+		if flows := a.CorrelateConntrack(entries); len(flows) != len(entries) {
+			b.Fatalf("%d flows", len(flows))
+		}
+	}
+}

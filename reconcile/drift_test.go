@@ -151,12 +151,12 @@ func analyze(t *testing.T, sc scenario) []string {
 }
 
 // analyze2 analyses node1 of the capture after an API change.
-func analyze2(t *testing.T, api func(c *inspect.Cluster)) *reconcile.NodeAnalysis {
+func analyze2(t testing.TB, api func(c *inspect.Cluster)) *reconcile.NodeAnalysis {
 	t.Helper()
 	return analyzeScenario(t, scenario{api: api})
 }
 
-func analyzeScenario(t *testing.T, sc scenario) *reconcile.NodeAnalysis {
+func analyzeScenario(t testing.TB, sc scenario) *reconcile.NodeAnalysis {
 	t.Helper()
 	data, err := os.ReadFile(fixture + "objects.yaml")
 	if err != nil {

@@ -35,7 +35,7 @@ func TestConntrackImportDrift(t *testing.T) {
 		t.Errorf("explain shows no live flow on 10.244.0.5:8080 (exit %d):\n%s", code, out)
 	}
 	out, _, code = run(t, "reconcile", "conntrack", "--snapshot", snap)
-	if code != 1 || !strings.Contains(out, "10.244.0.9:40053") {
+	if code != 1 || !strings.Contains(out, "10.244.0.9:40053") || !strings.Contains(out, "udp 10.244.0.9:40053 -> 10.96.64.120:53 reply from 10.244.0.99:5353") {
 		t.Errorf("reconcile conntrack (dry run): exit %d, want 1 listing the stale entry:\n%s", code, out)
 	}
 }
