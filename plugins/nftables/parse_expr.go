@@ -103,18 +103,9 @@ func (p *parser) expr(v any, path, fam string) (Expr, error) {
 		if n.Mode, err = optStr(m, "mode", sub); err != nil {
 			return nil, err
 		}
-		mod, err := optInt(m, "mod", sub)
-		if err != nil {
+		if n.Mod, n.Offset, err = modOffset(m, sub); err != nil {
 			return nil, err
 		}
-		off, err := optInt(m, "offset", sub)
-		if err != nil {
-			return nil, err
-		}
-		if mod <= 0 || mod > 1<<16 {
-			return nil, fmt.Errorf("%s.mod: want 1..65536, got %d", sub, mod)
-		}
-		n.Mod, n.Offset = int(mod), int(off)
 		return n, nil
 	case "jhash", "symhash":
 		m, err := asObject(body, sub)
@@ -122,18 +113,9 @@ func (p *parser) expr(v any, path, fam string) (Expr, error) {
 			return nil, err
 		}
 		h := &Hash{Kind: kind}
-		mod, err := optInt(m, "mod", sub)
-		if err != nil {
+		if h.Mod, h.Offset, err = modOffset(m, sub); err != nil {
 			return nil, err
 		}
-		off, err := optInt(m, "offset", sub)
-		if err != nil {
-			return nil, err
-		}
-		if mod <= 0 || mod > 1<<16 {
-			return nil, fmt.Errorf("%s.mod: want 1..65536, got %d", sub, mod)
-		}
-		h.Mod, h.Offset = int(mod), int(off)
 		if e, ok := m["expr"]; ok {
 			if h.Expr, err = p.expr(e, sub+".expr", fam); err != nil {
 				return nil, err
@@ -292,4 +274,20 @@ func (p *parser) unknown(kind string, v any, path, fam, what string) *Unknown {
 	u := &Unknown{Name: kind, Raw: compact(v), Path: path}
 	p.note(fam, "%s: unknown %s %q kept (%s); a walk treats it as not matching", path, what, kind, u.Raw)
 	return u
+}
+
+// modOffset reads the modulus and offset of numgen and hash expressions.
+func modOffset(m map[string]any, path string) (int, int, error) {
+	mod, err := optInt(m, "mod", path)
+	if err != nil {
+		return 0, 0, err
+	}
+	off, err := optInt(m, "offset", path)
+	if err != nil {
+		return 0, 0, err
+	}
+	if mod <= 0 || mod > 1<<16 {
+		return 0, 0, fmt.Errorf("%s.mod: want 1..65536, got %d", path, mod)
+	}
+	return int(mod), int(off), nil
 }

@@ -50,12 +50,7 @@ func (p *parser) chain(body any, path string) error {
 	if err != nil {
 		return err
 	}
-	c := t.chains[name]
-	if c == nil {
-		c = &Chain{Name: name}
-		t.chains[name] = c
-		t.Chains = append(t.Chains, c)
-	}
+	c, _ := t.chainNamed(name)
 	h, err := optInt(m, "handle", path)
 	if err != nil {
 		return err
@@ -142,13 +137,10 @@ func (p *parser) rule(body any, path string) error {
 	if err != nil {
 		return err
 	}
-	c := t.chains[cname]
-	if c == nil {
+	c, created := t.chainNamed(cname)
+	if created {
 		// `nft -j list ruleset` lists chains before their rules; a rule
 		// alone (a hand-made excerpt) declares its chain.
-		c = &Chain{Name: cname}
-		t.chains[cname] = c
-		t.Chains = append(t.Chains, c)
 		p.note(t.Family, "%s: rule of chain %s, which the input does not declare", path, cname)
 	}
 	r := &Rule{Chain: cname, Path: strings.TrimSuffix(path, ".rule")}
@@ -204,4 +196,16 @@ func (p *parser) counter(body any, path string) error {
 	}
 	t.Counters = append(t.Counters, c)
 	return nil
+}
+
+// chainNamed returns the table's chain of that name, creating it (in
+// order of appearance) when it is new.
+func (t *Table) chainNamed(name string) (*Chain, bool) {
+	if c := t.chains[name]; c != nil {
+		return c, false
+	}
+	c := &Chain{Name: name}
+	t.chains[name] = c
+	t.Chains = append(t.Chains, c)
+	return c, true
 }
