@@ -121,10 +121,13 @@ func (a *NodeAnalysis) judge(e conntrack.Entry, f *behavior.Frontend) (fl Flow) 
 	}()
 	if e.Reply.Src == e.Orig.Dst && e.Reply.SrcPort == e.Orig.DstPort {
 		fl.Status = FlowUntranslated
-		if forwardsAny(f) {
-			fl.Reason = "not translated: made while the Service had no endpoints, and kept alive by the client's packets"
-			if strings.EqualFold(e.Protocol, "udp") {
-				fl.Status = FlowStale
+		if strings.EqualFold(e.Protocol, "udp") {
+			// The client's packets keep the entry alive and bypass the
+			// Service's rules: no backend, and no reject either.
+			fl.Status = FlowStale
+			fl.Reason = "not translated: made while the Service had no endpoints, and kept alive by the client's packets, which reach no backend and get no reject"
+			if forwardsAny(f) {
+				fl.Reason = "not translated: made while the Service had no endpoints, and kept alive by the client's packets, so they miss the endpoints it has now"
 			}
 		}
 		return fl

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -63,6 +64,16 @@ func TestCorrelateConntrack(t *testing.T) {
 		if f.Type != "StaleConntrack" || f.Node != "node1" || f.Service == "" {
 			t.Errorf("finding %+v", f)
 		}
+	}
+}
+
+// A UDP entry to a Service that has no endpoints is kept alive by its
+// client's packets, which then get neither a backend nor a reject.
+func TestConntrackNoEndpoints(t *testing.T) {
+	a := analyze2(t, func(c *inspect.Cluster) { slice(c, "shop", "dns-1").Endpoints = nil })
+	flows := a.CorrelateConntrack([]conntrack.Entry{entry("udp", "10.244.0.9:40008", "10.96.64.120:53", "10.96.64.120:53")})
+	if len(flows) != 1 || flows[0].Status != reconcile.FlowStale || !strings.Contains(flows[0].Reason, "no reject") {
+		t.Errorf("flows %+v, want one stale flow that gets no reject", flows)
 	}
 }
 
