@@ -65,7 +65,8 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 	}
 	a.Findings = append(a.Findings, pl.leftovers(plane, node)...)
 	a.Notes = append(a.Notes, a.Plane.Notes()...)
-	a.inferConfig()
+	inf := a.Plane.Infer()
+	a.inferConfig(inf)
 	if s.Cluster != nil {
 		v, err := model.BuildNodeView(s.Cluster, node, family)
 		if err != nil {
@@ -79,7 +80,6 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 		if len(a.View.NodeIPs) == 0 && len(ns.Addresses) > 0 {
 			a.View.NodeIPs = ns.Addresses
 		}
-		inf := a.Plane.Infer()
 		var notes []string
 		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: ns.Addresses,
 			NodePortIPs: inf.NodePortIPs, NodePortIPsKnown: inf.NodePortIPsKnown})
@@ -146,8 +146,9 @@ func foldOrphans(fs []behavior.Finding) []behavior.Finding {
 	return out
 }
 
-func (a *NodeAnalysis) inferConfig() {
-	in := a.Plane.Infer()
+// inferConfig completes the settings the snapshot did not tell from what
+// the kernel state shows (in: the plane's Infer).
+func (a *NodeAnalysis) inferConfig(in dataplane.Inferred) {
 	if a.Config.Mode == "" && in.Mode != "" {
 		a.Config.Mode = in.Mode
 		a.Config.Inferred = append(a.Config.Inferred, "mode: "+in.Mode+" (kube-proxy's objects are in "+a.Plane.Mode()+")")
