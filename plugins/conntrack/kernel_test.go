@@ -214,6 +214,13 @@ func kernelOnly(t *testing.T, ns testNS, f Filter) []Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rawDump(t, ns, m.nfFamily, attrs)
+}
+
+// rawDump dumps with exactly these filter attributes in the kernel and no
+// filtering here.
+func rawDump(t *testing.T, ns testNS, nfFamily uint8, attrs []byte) []Entry {
+	t.Helper()
 	var got []Entry
 	ns.do(t, func() error {
 		s, err := openSocket()
@@ -221,7 +228,7 @@ func kernelOnly(t *testing.T, ns testNS, f Filter) []Entry {
 			return err
 		}
 		defer s.close()
-		_, err = s.dump(context.Background(), &matcher{nfFamily: m.nfFamily}, attrs, func(e Entry) error {
+		_, err = s.dump(context.Background(), &matcher{nfFamily: nfFamily}, attrs, func(e Entry) error {
 			got = append(got, e)
 			return nil
 		})

@@ -1,7 +1,6 @@
 package conntrack
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -178,19 +177,7 @@ func TestKernelIPv6AddressFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []Entry
-	ns.do(t, func() error {
-		s, err := openSocket()
-		if err != nil {
-			return err
-		}
-		defer s.close()
-		_, err = s.dump(context.Background(), &matcher{nfFamily: unix.AF_INET6}, raw, func(e Entry) error {
-			got = append(got, e)
-			return nil
-		})
-		return err
-	})
+	got := rawDump(t, ns, unix.AF_INET6, raw)
 	switch {
 	case len(got) == 1 && got[0].Orig.Dst == ip("fd00::3"):
 		t.Log("kernel IPv6 address filter is inverted (returns the non-matching entry): keep IPv6 addresses out of the kernel filter")

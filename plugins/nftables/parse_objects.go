@@ -37,16 +37,26 @@ func (p *parser) table(body any, path string) error {
 	return err
 }
 
-func (p *parser) chain(body any, path string) error {
+// named reads what every named object (chain, set, map) starts with: the
+// object, the table it belongs to, and its name.
+func (p *parser) named(body any, path string) (map[string]any, *Table, string, error) {
 	m, err := asObject(body, path)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	t, err := p.owner(m, path)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	name, err := reqStr(m, "name", path)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return m, t, name, nil
+}
+
+func (p *parser) chain(body any, path string) error {
+	m, t, name, err := p.named(body, path)
 	if err != nil {
 		return err
 	}

@@ -5,15 +5,7 @@ import (
 )
 
 func (p *parser) set(body any, path string, isMap bool) error {
-	m, err := asObject(body, path)
-	if err != nil {
-		return err
-	}
-	t, err := p.owner(m, path)
-	if err != nil {
-		return err
-	}
-	name, err := reqStr(m, "name", path)
+	m, t, name, err := p.named(body, path)
 	if err != nil {
 		return err
 	}
