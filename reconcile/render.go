@@ -15,7 +15,8 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 		} else {
 			mode += " mode"
 		}
-		fmt.Fprintf(w, "node %s (%s): %d frontends checked, %d findings\n", n.Name, mode, n.Frontends, n.Findings)
+		fmt.Fprintf(w, "node %s (%s): %s checked, %s\n", n.Name, mode,
+			counted(n.Frontends, "frontend", "frontends"), counted(n.Findings, "finding", "findings"))
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "no drift")
@@ -45,4 +46,13 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+}
+
+// counted writes a count with its noun in the number it takes: "1 finding",
+// "2 findings".
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
