@@ -126,6 +126,11 @@ type Frontend struct {
 	// SourceRanges, when set, are the only sources allowed in (the
 	// loadBalancerSourceRanges firewall); others are dropped.
 	SourceRanges []string `json:"sourceRanges,omitempty"`
+	// OutsideRanges, for a frontend with SourceRanges, is the fate of a
+	// source outside every allowed range: drop where the firewall holds,
+	// unhandled where its drop rule is gone and such clients pass
+	// untouched.
+	OutsideRanges Verdict `json:"outsideRanges,omitempty"`
 	// LocalOnly: external traffic goes only to endpoints on this node.
 	LocalOnly bool `json:"localOnly,omitempty"`
 	// Listed (observed tables): a rule or map element of the kernel state

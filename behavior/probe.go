@@ -27,47 +27,118 @@ var (
 	}
 )
 
-// ChooseProbes picks the probe sources for a frontend. clusterCIDRs are the
-// local-traffic detector's ranges, nodeIPs the node's addresses, ranges the
-// frontend's allowed source ranges (may be empty).
-func ChooseProbes(clusterCIDRs []netip.Prefix, nodeIPs []netip.Addr, ranges []netip.Prefix) Probes {
+// ProbeSpace is what the probe sources of a node are chosen from. Both
+// sides of a comparison choose from the same space, so they stand for each
+// source class with the same address.
+type ProbeSpace struct {
+	// ClusterCIDRs are the local-traffic detector's ranges.
+	ClusterCIDRs []netip.Prefix
+	// NodeIPs are the node's addresses, its primary one first.
+	NodeIPs []netip.Addr
+	// Taken are addresses a probe must never be: endpoints of any Service
+	// (a probe that is an endpoint is a pod reaching itself, which is
+	// masqueraded as a hairpin) and the node's own addresses (a packet
+	// from one of them arriving on an interface is a martian, not a
+	// client).
+	Taken map[netip.Addr]bool
+}
+
+// taken reports whether a may not stand for a client from outside the
+// node: an endpoint, a node address, or a loopback address.
+func (s ProbeSpace) taken(a netip.Addr) bool {
+	if a.IsLoopback() || s.Taken[a] {
+		return true
+	}
+	for _, n := range s.NodeIPs {
+		if n == a {
+			return true
+		}
+	}
+	return false
+}
+
+// FreeHost is the highest host address of p below its broadcast address
+// that is not taken; ok is false when every one is (or p is a loopback
+// range, whose sources are the node itself).
+func (s ProbeSpace) FreeHost(p netip.Prefix) (netip.Addr, bool) {
+	p = p.Masked()
+	if p.Addr().IsLoopback() {
+		return netip.Addr{}, false
+	}
+	a := LastHost(p)
+	// Each taken address costs one step, so len(Taken)+len(NodeIPs)+1
+	// steps always reach a free one if the prefix has it.
+	for i := 0; i <= len(s.Taken)+len(s.NodeIPs); i++ {
+		if !p.Contains(a) {
+			return netip.Addr{}, false
+		}
+		if !s.taken(a) {
+			return a, true
+		}
+		a = a.Prev()
+		if !a.IsValid() {
+			return netip.Addr{}, false
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// IsClient reports whether a can stand for a client that is neither the
+// node nor one of the endpoints.
+func (s ProbeSpace) IsClient(a netip.Addr) bool { return !s.taken(a) }
+
+// Choose picks the probe sources for a frontend whose allowed source
+// ranges are ranges (may be empty).
+func (s ProbeSpace) Choose(ranges []netip.Prefix) Probes {
 	var p Probes
+	cidrs := s.ClusterCIDRs
 	p.Pod = fallbackPod
-	if len(clusterCIDRs) > 0 {
-		p.Pod = LastHost(clusterCIDRs[0])
+	if len(cidrs) > 0 {
+		if a, ok := s.FreeHost(cidrs[0]); ok {
+			p.Pod = a
+		}
 		// Prefer a pod address inside an allowed range, if one overlaps.
 		for _, r := range ranges {
-			if r.Overlaps(clusterCIDRs[0]) {
-				if r.Bits() >= clusterCIDRs[0].Bits() {
-					p.Pod = LastHost(r)
+			if r.Overlaps(cidrs[0]) {
+				if r.Bits() >= cidrs[0].Bits() {
+					if a, ok := s.FreeHost(r); ok {
+						p.Pod = a
+					}
 				}
 				break
 			}
 		}
 	}
 	p.Node = fallbackNode
-	if len(nodeIPs) > 0 {
-		p.Node = nodeIPs[0]
+	if len(s.NodeIPs) > 0 {
+		p.Node = s.NodeIPs[0]
 	}
 	p.External = fallbackExternal
 	for _, r := range ranges {
 		if r.Bits() == r.Addr().BitLen() {
 			continue
 		}
-		h := LastHost(r)
-		if !inAny(h, clusterCIDRs) {
+		if h, ok := s.FreeHost(r); ok && !inAny(h, cidrs) {
 			p.External = h
 			break
 		}
 	}
 	p.Outside = outsideCands[0]
 	for _, c := range outsideCands {
-		if !inAny(c, ranges) && !inAny(c, clusterCIDRs) {
+		if !inAny(c, ranges) && !inAny(c, cidrs) && !s.taken(c) {
 			p.Outside = c
 			break
 		}
 	}
 	return p
+}
+
+// ChooseProbes picks the probe sources for a frontend from a space that
+// holds no endpoints: clusterCIDRs are the local-traffic detector's
+// ranges, nodeIPs the node's addresses, ranges the frontend's allowed
+// source ranges (may be empty).
+func ChooseProbes(clusterCIDRs []netip.Prefix, nodeIPs []netip.Addr, ranges []netip.Prefix) Probes {
+	return ProbeSpace{ClusterCIDRs: clusterCIDRs, NodeIPs: nodeIPs}.Choose(ranges)
 }
 
 // Allowed reports whether src passes a source-range firewall (no ranges:

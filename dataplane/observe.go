@@ -18,6 +18,13 @@ type ObserveInput struct {
 	// used and said in a note.
 	NodeIPs      []netip.Addr
 	ClusterCIDRs []netip.Prefix
+	// LocalAddrs are every address local to the node (NodeIPs and the
+	// addresses of its other interfaces, when known): a packet DNATed to
+	// one of them is delivered locally, never forwarded.
+	LocalAddrs []netip.Addr
+	// Taken are addresses no probe may use (every endpoint of the API):
+	// see behavior.ProbeSpace.
+	Taken map[netip.Addr]bool
 	// Expected frontends are walked even when the state does not mention
 	// them, so a missing frontend shows as unhandled; their kinds and
 	// services name what the state alone cannot.
@@ -35,7 +42,8 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 		nodeIPs = []netip.Addr{pr.Node}
 		t.Notes = append(t.Notes, fmt.Sprintf("node addresses unknown: %s stands in for the node's address", pr.Node))
 	}
-	env := &Env{LocalAddrs: nodeIPs}
+	env := &Env{LocalAddrs: append(append([]netip.Addr(nil), nodeIPs...), in.LocalAddrs...)}
+	space := behavior.ProbeSpace{ClusterCIDRs: in.ClusterCIDRs, NodeIPs: env.LocalAddrs, Taken: in.Taken}
 	w := p.Walker(env)
 
 	keys := map[behavior.Key]*behavior.Frontend{}
@@ -64,7 +72,7 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 	}
 	for _, k := range order {
 		f := keys[k]
-		observeFrontend(w, f, nodeIPs, in.ClusterCIDRs)
+		observeFrontend(w, env, f, space)
 		t.Frontends = append(t.Frontends, *f)
 	}
 	t.Notes = append(t.Notes, p.Notes()...)
@@ -76,8 +84,8 @@ func addrKey(k behavior.Key) string {
 	return fmt.Sprintf("%s/%d/%s", k.IP, k.Port, k.Protocol)
 }
 
-func observeFrontend(w Walker, f *behavior.Frontend, nodeIPs []netip.Addr, cidrs []netip.Prefix) {
-	dst := nodeIPs[0]
+func observeFrontend(w Walker, env *Env, f *behavior.Frontend, space behavior.ProbeSpace) {
+	dst := space.NodeIPs[0]
 	if f.Key.IP != "" {
 		if a, err := netip.ParseAddr(f.Key.IP); err == nil {
 			dst = a
@@ -87,29 +95,8 @@ func observeFrontend(w Walker, f *behavior.Frontend, nodeIPs []netip.Addr, cidrs
 	pkt := func(src netip.Addr, entry Entry) Packet {
 		return Packet{Src: src, Dst: dst, Protocol: proto, SrcPort: 40000, DstPort: uint16(f.Key.Port), Entry: entry}
 	}
-	// Firewall: which candidate ranges let a packet through, and does a
-	// source outside them all get dropped?
-	cands := behavior.ParsePrefixes(f.SourceRanges)
-	probes := behavior.ChooseProbes(cidrs, nodeIPs, cands)
-	cands = mergePrefixes(cands, sourceCandidates(w.Walk(pkt(probes.External, Prerouting)), cidrs))
-	probes = behavior.ChooseProbes(cidrs, nodeIPs, cands)
-	var allowed []netip.Prefix
-	outside := summarize(w.Walk(pkt(probes.Outside, Prerouting)))
-	if len(cands) > 0 && outside.Verdict != behavior.Forward {
-		for _, c := range cands {
-			if c.IsSingleIP() {
-				continue // a hairpin rule for one address, not a range
-			}
-			if summarize(w.Walk(pkt(behavior.LastHost(c), Prerouting))).Verdict == behavior.Forward {
-				allowed = append(allowed, c)
-			}
-		}
-	}
-	f.SourceRanges = nil
-	for _, a := range allowed {
-		f.SourceRanges = append(f.SourceRanges, a.String())
-	}
-	probes = behavior.ChooseProbes(cidrs, nodeIPs, allowed)
+	f.SourceRanges, f.OutsideRanges = observeFirewall(w, f, space, pkt)
+	probes := space.Choose(behavior.ParsePrefixes(f.SourceRanges))
 
 	f.Outcomes = map[behavior.SourceClass]behavior.Outcome{}
 	for _, c := range behavior.SourceClasses {
@@ -127,20 +114,60 @@ func observeFrontend(w Walker, f *behavior.Frontend, nodeIPs []netip.Addr, cidrs
 			f.Affinity = affinityOf(br)
 		}
 	}
-	// Hairpin: a pod reaching itself through the frontend is masqueraded.
+	// Hairpin: an endpoint reaching itself through the frontend is
+	// masqueraded. An endpoint on one of the node's addresses (a
+	// hostNetwork Pod, the API server on a control-plane node) is the node
+	// itself: its connections start in OUTPUT, not on an interface.
 	o := f.Outcomes[behavior.FromPod]
 	for i, b := range o.Backends {
 		ap, err := netip.ParseAddrPort(b.Endpoint)
 		if err != nil {
 			continue
 		}
-		for _, br := range w.Walk(pkt(ap.Addr(), Prerouting)) {
+		entry := Prerouting
+		if env.IsLocal(ap.Addr()) {
+			entry = Output
+		}
+		for _, br := range w.Walk(pkt(ap.Addr(), entry)) {
 			if br.DNAT == b.Endpoint && br.Masquerade {
 				o.Backends[i].HairpinMasquerade = true
 			}
 		}
 	}
 	f.Outcomes[behavior.FromPod] = o
+}
+
+// observeFirewall finds the source ranges a frontend lets through when a
+// source outside them is not forwarded, and what happens to such a source.
+// Candidate ranges are the ones the state or the model names; a candidate
+// that only loopback or node addresses fill (kube-proxy's "block incoming
+// localnet connections" rule tests 127.0.0.0/8) is no client range.
+func observeFirewall(w Walker, f *behavior.Frontend, space behavior.ProbeSpace, pkt func(netip.Addr, Entry) Packet) ([]string, behavior.Verdict) {
+	cands := behavior.ParsePrefixes(f.SourceRanges)
+	probes := space.Choose(cands)
+	cands = mergePrefixes(cands, sourceCandidates(w.Walk(pkt(probes.External, Prerouting)), space.ClusterCIDRs))
+	probes = space.Choose(cands)
+	outside := summarize(w.Walk(pkt(probes.Outside, Prerouting)))
+	if len(cands) == 0 || outside.Verdict == behavior.Forward {
+		return nil, ""
+	}
+	var allowed []string
+	for _, c := range cands {
+		if c.IsSingleIP() {
+			continue // a hairpin rule for one address, not a range
+		}
+		h, ok := space.FreeHost(c)
+		if !ok {
+			continue
+		}
+		if summarize(w.Walk(pkt(h, Prerouting))).Verdict == behavior.Forward {
+			allowed = append(allowed, c.String())
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, ""
+	}
+	return allowed, outside.Verdict
 }
 
 // summarize turns the branches of one walk into an outcome.

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,10 +27,13 @@ type NodeAnalysis struct {
 	View *model.NodeView
 	// Plane is the kernel state of kube-proxy's data plane: for iptables,
 	// the backend that holds kube-proxy's chains.
-	Plane    dataplane.Plane
-	NodeIPs  []netip.Addr
-	Expected *behavior.Table
-	Observed *behavior.Table
+	Plane   dataplane.Plane
+	NodeIPs []netip.Addr
+	// LocalAddrs are every address local to the node: NodeIPs, then the
+	// other addresses its interfaces hold when the snapshot has them.
+	LocalAddrs []netip.Addr
+	Expected   *behavior.Table
+	Observed   *behavior.Table
 	// Flows are the conntrack entries to the node's Service frontends,
 	// when the snapshot holds the conntrack table.
 	Flows []Flow
@@ -75,14 +79,17 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 		a.View = v
 	}
 	a.NodeIPs = nodeIPs(a.View, ns, family)
-	in := dataplane.ObserveInput{Node: node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: behavior.ParsePrefixes(a.Config.ClusterCIDRs)}
+	a.LocalAddrs = localAddrs(a.NodeIPs, ns.Addresses, family)
+	in := dataplane.ObserveInput{Node: node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: behavior.ParsePrefixes(a.Config.ClusterCIDRs),
+		LocalAddrs: a.LocalAddrs[len(a.NodeIPs):], Taken: endpointAddrs(a.View)}
 	if a.View != nil {
 		if len(a.View.NodeIPs) == 0 && len(ns.Addresses) > 0 {
 			a.View.NodeIPs = ns.Addresses
 		}
 		var notes []string
 		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: ns.Addresses,
-			NodePortIPs: inf.NodePortIPs, NodePortIPsKnown: inf.NodePortIPsKnown})
+			NodePortIPs: inf.NodePortIPs, NodePortIPsKnown: inf.NodePortIPsKnown,
+			Probes: behavior.ProbeSpace{ClusterCIDRs: in.ClusterCIDRs, NodeIPs: a.LocalAddrs, Taken: in.Taken}})
 		a.Notes = append(a.Notes, notes...)
 		in.Expected = a.Expected.Frontends
 	}
@@ -257,6 +264,37 @@ func nodeIPs(v *model.NodeView, ns *inspect.NodeState, family string) []netip.Ad
 			continue
 		}
 		out = append(out, a)
+	}
+	return out
+}
+
+// localAddrs is nodeIPs followed by the other addresses of the family the
+// node's interfaces hold.
+func localAddrs(nodeIPs []netip.Addr, addrs []string, family string) []netip.Addr {
+	out := append([]netip.Addr(nil), nodeIPs...)
+	for _, s := range addrs {
+		a, err := netip.ParseAddr(s)
+		if err != nil || (family == "IPv6") != a.Is6() || a.IsLoopback() || slices.Contains(out, a) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// endpointAddrs are the addresses of every endpoint of the view: no probe
+// may stand for a client with one of them.
+func endpointAddrs(v *model.NodeView) map[netip.Addr]bool {
+	out := map[netip.Addr]bool{}
+	if v == nil {
+		return out
+	}
+	for i := range v.Ports {
+		for _, e := range v.Ports[i].Endpoints {
+			if a, err := netip.ParseAddr(e.IP); err == nil {
+				out[a] = true
+			}
+		}
 	}
 	return out
 }

@@ -100,6 +100,13 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 	if rangesDiffer && (len(e.SourceRanges) > 0 || len(o.SourceRanges) > 0) {
 		out = append(out, mk(behavior.FirewallMismatch, nil, ranges(e.SourceRanges), ranges(o.SourceRanges), nil,
 			fmt.Sprintf("sources allowed to %s are %s, should be %s", e.Key, ranges(o.SourceRanges), ranges(e.SourceRanges))))
+	} else if len(e.SourceRanges) > 0 && e.OutsideRanges != o.OutsideRanges {
+		// The same ranges are let through, but a source outside them
+		// is not stopped: the firewall's drop rule is gone.
+		exp, obs := outsideRanges(e.OutsideRanges), outsideRanges(o.OutsideRanges)
+		out = append(out, mk(behavior.FirewallMismatch, nil, ranges(e.SourceRanges)+"; "+exp, ranges(o.SourceRanges)+"; "+obs, anyOutcome(o).Rules,
+			fmt.Sprintf("a source outside %s gets %s at %s, should get %s", ranges(e.SourceRanges), obs, e.Key, exp)))
+		rangesDiffer = true
 	}
 	for _, c := range behavior.SourceClasses {
 		eo, oo := e.Outcomes[c], o.Outcomes[c]
@@ -117,13 +124,13 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 			out = append(out, fs...)
 			if !policy && eo.Masquerade != oo.Masquerade {
 				out = append(out, mk(behavior.MasqueradeMismatch, cls, masq(eo.Masquerade), masq(oo.Masquerade), oo.Rules,
-					fmt.Sprintf("connections from a %s source to %s are %s, should be %s", c, e.Key, masq(oo.Masquerade), masq(eo.Masquerade))))
+					fmt.Sprintf("connections from %s to %s are %s, should be %s", sourceName(c), e.Key, masq(oo.Masquerade), masq(eo.Masquerade))))
 			}
 		case eo.Verdict == oo.Verdict:
 			// Both reject, both drop, or both unhandled.
 		case oo.Verdict == behavior.Unhandled:
 			out = append(out, mk(behavior.MissingFrontend, cls, describe(eo), "no rule handles it", nil,
-				fmt.Sprintf("connections from a %s source to %s pass untouched; expected %s", c, e.Key, describe(eo))))
+				fmt.Sprintf("connections from %s to %s pass untouched; expected %s", sourceName(c), e.Key, describe(eo))))
 		case eo.Verdict == behavior.Forward && !strings.Contains(oo.Reason, e.Service):
 			// Rejected or dropped by a rule that is not the Service's own
 			// (a catch-all after its chain lost its rules): every backend
@@ -134,10 +141,10 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 			}
 		case e.LocalOnly && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop):
 			out = append(out, mk(behavior.LocalPolicyMismatch, cls, describe(eo), describe(oo), oo.Rules,
-				fmt.Sprintf("traffic policy Local: a %s source to %s should get %s, gets %s", c, e.Key, describe(eo), describe(oo))))
+				fmt.Sprintf("traffic policy Local: %s to %s should get %s, gets %s", sourceName(c), e.Key, describe(eo), describe(oo))))
 		default:
 			out = append(out, mk(behavior.NoEndpointsRuleMismatch, cls, describe(eo), describe(oo), append(oo.Rules, eo.Rules...),
-				fmt.Sprintf("a %s source to %s should get %s, gets %s", c, e.Key, describe(eo), describe(oo))))
+				fmt.Sprintf("%s to %s should get %s, gets %s", sourceName(c), e.Key, describe(eo), describe(oo))))
 		}
 	}
 	out = policyExplainsMasquerade(out)
@@ -252,6 +259,28 @@ func describe(o behavior.Outcome) string {
 		return string(behavior.Unhandled)
 	}
 	return string(o.Verdict)
+}
+
+// sourceName is a source class in a sentence: "a pod source", "an
+// external source".
+func sourceName(c behavior.SourceClass) string {
+	if c == behavior.FromExternal {
+		return "an external source"
+	}
+	return "a " + string(c) + " source"
+}
+
+// outsideRanges says what happens to a source outside the allowed ranges.
+func outsideRanges(v behavior.Verdict) string {
+	switch v {
+	case behavior.Unhandled, "":
+		return "others pass untouched"
+	case behavior.Forward:
+		return "others are forwarded"
+	case behavior.Reject:
+		return "others rejected"
+	}
+	return "others dropped"
 }
 
 func masq(b bool) string {

@@ -23,6 +23,10 @@ type ExpectedInput struct {
 	// state, not API state.
 	NodePortIPs      []string
 	NodePortIPsKnown bool
+	// Probes is the space the probe sources are chosen from, the same as
+	// the observed side's; its NodeIPs are every address local to the
+	// node.
+	Probes behavior.ProbeSpace
 }
 
 // Expected renders kube-proxy's view of a node into the behaviour table:
@@ -32,19 +36,22 @@ type ExpectedInput struct {
 func Expected(in ExpectedInput) (*behavior.Table, []string) {
 	v, cfg := in.View, in.Config
 	t := &behavior.Table{Node: v.Node, Family: v.Family}
-	cidrs := behavior.ParsePrefixes(cfg.ClusterCIDRs)
-	var nodeIPs []netip.Addr
-	for _, ip := range v.NodeIPs {
-		if a, err := netip.ParseAddr(ip); err == nil {
-			nodeIPs = append(nodeIPs, a)
+	space := in.Probes
+	if space.ClusterCIDRs == nil && space.NodeIPs == nil {
+		space.ClusterCIDRs = behavior.ParsePrefixes(cfg.ClusterCIDRs)
+		for _, ip := range v.NodeIPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				space.NodeIPs = append(space.NodeIPs, a)
+			}
 		}
 	}
+	cidrs := space.ClusterCIDRs
 	detector := len(cidrs) > 0
 	npIPs, notes := in.nodePortIPs()
 	for i := range v.Ports {
 		p := &v.Ports[i]
 		for _, k := range frontendKeys(p, npIPs) {
-			t.Frontends = append(t.Frontends, expectFrontend(p, k, cidrs, nodeIPs, detector, cfg.MasqueradeAll))
+			t.Frontends = append(t.Frontends, expectFrontend(p, k, space, detector, cfg.MasqueradeAll))
 		}
 	}
 	if !detector && !cfg.MasqueradeAll {
@@ -139,7 +146,8 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 	return out, notes
 }
 
-func expectFrontend(p *model.ServicePort, k behavior.Key, cidrs []netip.Prefix, nodeIPs []netip.Addr, detector, masqAll bool) behavior.Frontend {
+func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, detector, masqAll bool) behavior.Frontend {
+	cidrs := space.ClusterCIDRs
 	spn := p.SPN()
 	f := behavior.Frontend{Key: k, Service: spn, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
 	if p.AffinityTimeoutSeconds > 0 {
@@ -150,8 +158,12 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, cidrs []netip.Prefix, 
 	if k.Kind == behavior.LoadBalancer && p.HasAnyEndpoints {
 		ranges = behavior.ParsePrefixes(p.LoadBalancerSourceRanges)
 		f.SourceRanges = append([]string(nil), p.LoadBalancerSourceRanges...)
+		if len(ranges) > 0 {
+			f.OutsideRanges = behavior.Drop
+		}
 	}
-	probes := behavior.ChooseProbes(cidrs, nodeIPs, ranges)
+	probes := space.Choose(ranges)
+	local := newLocalDelivery(space.NodeIPs)
 	if external {
 		f.LocalOnly = p.ExternalPolicyLocal
 	} else {
@@ -174,16 +186,19 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, cidrs []netip.Prefix, 
 		case !behavior.Allowed(src, ranges):
 			o = behavior.Outcome{Verdict: behavior.Drop, Reason: fmt.Sprintf("%s: source %s not in loadBalancerSourceRanges", spn, src)}
 		case !external:
-			o = internalOutcome(p, src, cidrs, detector, masqAll)
+			o = internalOutcome(p, src, cidrs, detector, masqAll, local)
 		default:
-			o = externalOutcome(p, c, detector)
+			o = externalOutcome(p, c, detector, local)
+		}
+		if c != behavior.FromNode {
+			o = local.unmasqueraded(o)
 		}
 		f.Outcomes[c] = o
 	}
 	return f
 }
 
-func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix, detector, masqAll bool) behavior.Outcome {
+func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix, detector, masqAll bool, local localDelivery) behavior.Outcome {
 	eps := p.ClusterEndpoints
 	if p.InternalPolicyLocal {
 		eps = p.LocalEndpoints
@@ -192,39 +207,79 @@ func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix,
 		}
 	}
 	masq := masqAll || (detector && !inPrefixes(src, cidrs))
-	return forward(eps, masq)
+	return forward(eps, masq, local)
 }
 
-func externalOutcome(p *model.ServicePort, c behavior.SourceClass, detector bool) behavior.Outcome {
+func externalOutcome(p *model.ServicePort, c behavior.SourceClass, detector bool, local localDelivery) behavior.Outcome {
 	if !p.ExternalPolicyLocal {
-		return forward(p.ClusterEndpoints, true)
+		return forward(p.ClusterEndpoints, true, local)
 	}
 	switch {
 	case c == behavior.FromPod && detector:
 		// "pod traffic for ... external destinations" short-circuits to
 		// the cluster endpoints, without masquerade.
-		return forward(p.ClusterEndpoints, false)
+		return forward(p.ClusterEndpoints, false, local)
 	case c == behavior.FromNode:
-		return forward(p.ClusterEndpoints, true)
+		return forward(p.ClusterEndpoints, true, local)
 	}
 	if len(p.LocalEndpoints) == 0 {
 		return behavior.Outcome{Verdict: behavior.Drop, Reason: p.SPN() + " has no local endpoints"}
 	}
-	return forward(p.LocalEndpoints, false)
+	return forward(p.LocalEndpoints, false, local)
 }
 
-func forward(eps []model.Endpoint, masq bool) behavior.Outcome {
+func forward(eps []model.Endpoint, masq bool, local localDelivery) behavior.Outcome {
 	o := behavior.Outcome{Verdict: behavior.Forward, Masquerade: masq}
 	for _, e := range eps {
 		// Only an endpoint on this node can send to the Service through
 		// this node and be answered by itself, so hairpin masquerading is
-		// due only for local endpoints.
-		b := behavior.Backend{Endpoint: e.String(), Probability: 1 / float64(len(eps)), HairpinMasquerade: e.Local}
+		// due only there: an endpoint kube-proxy counts as local (its
+		// nodeName), or one on the node's own address whatever its
+		// nodeName says (the API server's endpoint on a control-plane
+		// node has none).
+		b := behavior.Backend{Endpoint: e.String(), Probability: 1 / float64(len(eps)), HairpinMasquerade: e.Local || local.has(e.IP)}
 		if e.Slice != "" {
 			b.Rules = []string{"EndpointSlice " + e.Slice}
 		}
 		o.Backends = append(o.Backends, b)
 	}
+	return o
+}
+
+// localDelivery is the set of the node's own addresses: a connection
+// arriving on an interface and DNATed to one of them is delivered to the
+// node (INPUT) and never reaches POSTROUTING, so it is never masqueraded.
+type localDelivery map[string]bool
+
+func newLocalDelivery(addrs []netip.Addr) localDelivery {
+	l := localDelivery{}
+	for _, a := range addrs {
+		l[a.String()] = true
+	}
+	return l
+}
+
+func (l localDelivery) has(ip string) bool {
+	if l[ip] {
+		return true
+	}
+	a, err := netip.ParseAddr(ip)
+	return err == nil && a.IsLoopback()
+}
+
+// unmasqueraded corrects the masquerading of a connection that enters on an
+// interface: it is masqueraded only if some backend is not local.
+func (l localDelivery) unmasqueraded(o behavior.Outcome) behavior.Outcome {
+	if !o.Masquerade || o.Verdict != behavior.Forward {
+		return o
+	}
+	for _, b := range o.Backends {
+		ap, err := netip.ParseAddrPort(b.Endpoint)
+		if err != nil || !l.has(ap.Addr().String()) {
+			return o
+		}
+	}
+	o.Masquerade = false
 	return o
 }
 

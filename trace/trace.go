@@ -59,7 +59,7 @@ func Trace(a *reconcile.NodeAnalysis, c *inspect.Cluster, spec PacketSpec) (*Tra
 	if err != nil {
 		return nil, err
 	}
-	env := &dataplane.Env{LocalAddrs: a.NodeIPs, Sticky: map[string]bool{}}
+	env := &dataplane.Env{LocalAddrs: a.LocalAddrs, Sticky: map[string]bool{}}
 	for _, s := range spec.Sticky {
 		env.Sticky[s] = true
 	}
