@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -50,13 +51,53 @@ func CollectAPI(ctx context.Context, cs kubernetes.Interface, namespace string) 
 		c.Pods = pods.Items
 		c.PodsListed = true
 	}
+	note, err := listEndpoints(ctx, cs, namespace, c, forbidden)
+	if err != nil {
+		return nil, nil, err
+	}
+	if note != "" {
+		notes = append(notes, note)
+	}
 	for i := range c.Services {
 		c.Services[i].ManagedFields = nil
+	}
+	for i := range c.Endpoints {
+		c.Endpoints[i].ManagedFields = nil
 	}
 	for i := range c.Pods {
 		c.Pods[i].ManagedFields = nil
 	}
 	return c, notes, nil
+}
+
+// listEndpoints lists the v1 Endpoints objects into c. The API server
+// answers every such list with a deprecation warning (v1.33 and later),
+// which would be printed on each run: the list is made without warning
+// handling where the client allows it. A forbidden list becomes a note
+// (through forbidden), and so does a server that no longer serves them.
+func listEndpoints(ctx context.Context, cs kubernetes.Interface, namespace string, c *Cluster, forbidden func(string, error) bool) (string, error) {
+	var list corev1.EndpointsList
+	var err error
+	if rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		err = rc.Get().Namespace(namespace).Resource("endpoints").
+			WarningHandler(rest.NoWarnings{}).Do(ctx).Into(&list)
+	} else {
+		var l *corev1.EndpointsList
+		if l, err = cs.CoreV1().Endpoints(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+			list = *l
+		}
+	}
+	switch {
+	case err == nil:
+		c.Endpoints = list.Items
+		c.EndpointsListed = true
+		return "", nil
+	case forbidden("endpoints", err):
+		return "", nil
+	case apierrors.IsNotFound(err):
+		return "the API server does not serve v1 Endpoints: only EndpointSlices are read", nil
+	}
+	return "", fmt.Errorf("listing endpoints in %s: %w", nsName(namespace), err)
 }
 
 // ProxyConfigFromAPI reads kube-proxy's settings from the kube-proxy

@@ -49,6 +49,12 @@ type Cluster struct {
 	// PodsListed is false when Pods could not be read (not captured,
 	// forbidden): checks that need Pods are then skipped with a note.
 	PodsListed bool `json:"podsListed"`
+	// Endpoints are the v1 Endpoints objects: what kube-proxy before 1.19
+	// read, and what a ticket pasting `kubectl get endpoints` holds.
+	Endpoints []corev1.Endpoints `json:"endpoints,omitempty"`
+	// EndpointsListed is false when Endpoints objects were not read (not
+	// captured, forbidden), true when they were, even if none exist.
+	EndpointsListed bool `json:"endpointsListed,omitempty"`
 }
 
 // NodeState is the raw kernel state of one node with what is known about

@@ -31,7 +31,7 @@ type objectHeader struct {
 // known is false for other kinds.
 func wantAPIVersion(kind string) (version string, known bool) {
 	switch kind {
-	case "Node", "Service", "Pod":
+	case "Node", "Service", "Pod", "Endpoints":
 		return "v1", true
 	case "EndpointSlice":
 		return discoveryv1.SchemeGroupVersion.String(), true
@@ -46,12 +46,13 @@ type decoder struct {
 	order   []string
 }
 
-// DecodeObjects reads Node, Service, EndpointSlice and Pod objects from a
-// v1 List (as `kubectl get -o yaml` prints), typed lists (PodList, ...),
-// or a multi-document YAML (or JSON) stream of objects. Other kinds are
-// ignored and reported in the returned notes. PodsListed is set when a Pod
-// or a PodList was present. Errors name the document (1-based) and, for
-// lists, the item (0-based), with the object's kind.
+// DecodeObjects reads Node, Service, EndpointSlice, Endpoints and Pod
+// objects from a v1 List (as `kubectl get -o yaml` prints), typed lists
+// (PodList, ...), or a multi-document YAML (or JSON) stream of objects.
+// Other kinds are ignored and reported in the returned notes. PodsListed
+// is set when a Pod or a PodList was present, EndpointsListed likewise for
+// Endpoints. Errors name the document (1-based) and, for lists, the item
+// (0-based), with the object's kind.
 func DecodeObjects(data []byte) (*inspect.Cluster, []string, error) {
 	d := &decoder{ignored: map[string]int{}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -137,8 +138,11 @@ func (d *decoder) object(js []byte, where, defaultKind string, depth int) error 
 		return fmt.Errorf("%s: object has no kind", where)
 	}
 	if strings.HasSuffix(kind, "List") && depth == 0 {
-		if kind == "PodList" {
+		switch kind {
+		case "PodList":
 			d.c.PodsListed = true
+		case "EndpointsList":
+			d.c.EndpointsListed = true
 		}
 		itemKind := strings.TrimSuffix(kind, "List")
 		for i, item := range h.Items {
@@ -188,6 +192,16 @@ func (d *decoder) typed(js []byte, kind string) error {
 			return err
 		}
 		d.c.EndpointSlices = append(d.c.EndpointSlices, o)
+	case "Endpoints":
+		var o corev1.Endpoints
+		if err := json.Unmarshal(js, &o); err != nil {
+			return err
+		}
+		if err := checkEndpointsAddresses(&o); err != nil {
+			return err
+		}
+		d.c.Endpoints = append(d.c.Endpoints, o)
+		d.c.EndpointsListed = true
 	case "Pod":
 		var o corev1.Pod
 		if err := json.Unmarshal(js, &o); err != nil {
@@ -207,4 +221,23 @@ func (d *decoder) ignore(what string) {
 		d.order = append(d.order, what)
 	}
 	d.ignored[what]++
+}
+
+// checkEndpointsAddresses refuses an Endpoints object with an address that
+// is not an IP: its family, and so the proxier that would use it, is
+// unknown. The error names the field.
+func checkEndpointsAddresses(e *corev1.Endpoints) error {
+	for i, ss := range e.Subsets {
+		for _, f := range []struct {
+			name  string
+			addrs []corev1.EndpointAddress
+		}{{"addresses", ss.Addresses}, {"notReadyAddresses", ss.NotReadyAddresses}} {
+			for j, a := range f.addrs {
+				if _, _, ok := normalizeIP(a.IP); !ok {
+					return fmt.Errorf("subsets[%d].%s[%d].ip %q is not an IP address", i, f.name, j, a.IP)
+				}
+			}
+		}
+	}
+	return nil
 }

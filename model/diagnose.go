@@ -35,6 +35,9 @@ const (
 	CodeNoReadyEndpoints          = "NoReadyEndpoints"
 	CodeTerminatingFallback       = "TerminatingFallback"
 	CodeNoLocalEndpoints          = "NoLocalEndpoints"
+	CodeEndpointsOnly             = "EndpointsOnly"
+	CodeEndpointsMismatch         = "EndpointsMismatch"
+	CodeEndpointsTruncated        = "EndpointsTruncated"
 )
 
 // Cause is one finding about a service from its API objects.
@@ -88,6 +91,7 @@ func Diagnose(c *inspect.Cluster, svc *corev1.Service, v *NodeView) []Cause {
 
 	causes = append(causes, podCauses(c, svc)...)
 	causes = append(causes, endpointCauses(c, svc)...)
+	causes = append(causes, endpointsObjectCauses(c, svc)...)
 	if v != nil && !headless {
 		causes = append(causes, nodeCauses(svc, v)...)
 	}
@@ -125,13 +129,23 @@ func serviceSlices(c *inspect.Cluster, svc *corev1.Service) []*discoveryv1.Endpo
 	return out
 }
 
-// endpointCauses: NoSelector, NoEndpoints, NoReadyEndpoints.
+// endpointCauses: NoSelector, NoEndpoints, NoReadyEndpoints. The
+// endpoints are the EndpointSlices', or the v1 Endpoints object's when the
+// Service has no slice.
 func endpointCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
 	var causes []Cause
 	key := svc.Namespace + "/" + svc.Name
 	ess := serviceSlices(c, svc)
 	refs := []string{objRef("Service", svc.Namespace, svc.Name)}
 	total, ready, terminating, servingTerminating := 0, 0, 0, 0
+	obj := findEndpoints(c.Endpoints, svc.Namespace, svc.Name)
+	if len(ess) > 0 {
+		obj = nil
+	}
+	if obj != nil {
+		refs = append(refs, objRef("Endpoints", obj.Namespace, obj.Name))
+		total, ready = countObjectEndpoints(obj)
+	}
 	for _, es := range ess {
 		refs = append(refs, objRef("EndpointSlice", es.Namespace, es.Name))
 		for i := range es.Endpoints {
@@ -164,11 +178,11 @@ func endpointCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
 		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 			effect = "DNS returns no addresses for it"
 		}
-		causes = append(causes, Cause{
-			Severity: SeverityError, Code: CodeNoEndpoints,
-			Message: fmt.Sprintf("no EndpointSlice lists any endpoint for %s (%d slice(s) found): %s", key, len(ess), effect),
-			Objects: refs,
-		})
+		msg := fmt.Sprintf("no EndpointSlice lists any endpoint for %s (%d slice(s) found): %s", key, len(ess), effect)
+		if obj != nil {
+			msg = fmt.Sprintf("%s has no EndpointSlice and its v1 Endpoints object lists no endpoint: %s", key, effect)
+		}
+		causes = append(causes, Cause{Severity: SeverityError, Code: CodeNoEndpoints, Message: msg, Objects: refs})
 	case ready == 0:
 		msg := fmt.Sprintf("%s has %d endpoint(s) but none is ready: %d terminating (%d of them still serving), %d neither ready nor terminating",
 			key, total, terminating, servingTerminating, total-terminating)

@@ -53,9 +53,14 @@ type ServicePort struct {
 	HealthCheckNodePort int32
 	// AffinityTimeoutSeconds is 0 without ClientIP affinity.
 	AffinityTimeoutSeconds int32
-	// Endpoints are all endpoints of this port from this family's slices,
-	// de-duplicated and sorted by String() (plain string comparison).
+	// Endpoints are all endpoints of this port from this family's slices
+	// (or, for a Service without any EndpointSlice, its v1 Endpoints
+	// object), de-duplicated and sorted by String() (plain string
+	// comparison).
 	Endpoints []Endpoint
+	// EndpointSource is where Endpoints were read: SourceEndpointSlice,
+	// SourceEndpoints, or "" when the Service has neither object.
+	EndpointSource string
 	// ClusterEndpoints are used for Cluster traffic policy (nil when the
 	// port never uses it); LocalEndpoints for Local policy (nil likewise).
 	ClusterEndpoints []Endpoint
@@ -123,8 +128,12 @@ type Endpoint struct {
 	// Local: NodeName is the viewed node.
 	Local     bool
 	TargetRef *corev1.ObjectReference
-	// Slice is the name of the EndpointSlice it came from.
+	// Slice is the name of the EndpointSlice it came from ("" when it
+	// came from a v1 Endpoints object).
 	Slice string
+	// EndpointsObject is the name of the v1 Endpoints object it came from
+	// ("" when it came from an EndpointSlice).
+	EndpointsObject string
 }
 
 // String is net.JoinHostPort(ip, port): "10.244.1.5:8080", "[fd00::5]:8080".
@@ -142,6 +151,10 @@ type NodeView struct {
 	Ports []ServicePort
 	// Skipped are services the proxier ignores, sorted by Service.
 	Skipped []Skipped
+	// Notes are things a reader of a report built on this view should
+	// know: Services whose endpoints came from v1 Endpoints objects, and
+	// where EndpointSlices and Endpoints objects disagree.
+	Notes []string
 }
 
 // Skipped is a service that gets no node rules in this view, with why.

@@ -40,17 +40,20 @@ func BuildNodeView(c *inspect.Cluster, node, family string) (*NodeView, error) {
 		}
 	}
 
-	eps := endpointsByPort(c.EndpointSlices, fam, node)
+	src := newEndpointSources(c, fam, node)
 	for i := range c.Services {
 		svc := &c.Services[i]
 		if reason, skip := skipReason(svc, fam); skip {
 			v.Skipped = append(v.Skipped, Skipped{Service: svc.Namespace + "/" + svc.Name, Reason: reason})
 			continue
 		}
+		source := src.source(svc)
+		v.Notes = append(v.Notes, endpointsNotes(c, svc, fam, source)...)
 		clusterIP := clusterIPOfFamily(svc, fam)
 		for j := range svc.Spec.Ports {
 			sp := newServicePort(svc, &svc.Spec.Ports[j], fam, clusterIP)
-			sp.Endpoints = eps[portKey{sp.Namespace, sp.Name, sp.PortName, sp.Protocol}]
+			sp.EndpointSource = source
+			sp.Endpoints = src.endpoints(source, portKey{sp.Namespace, sp.Name, sp.PortName, sp.Protocol})
 			r := categorize(sp.Endpoints, sp.UsesClusterEndpoints(), sp.UsesLocalEndpoints(), node, v.Zone)
 			sp.ClusterEndpoints, sp.LocalEndpoints = r.cluster, r.local
 			sp.HasAnyEndpoints, sp.TopologyMode = r.hasAny, r.topologyMode
@@ -69,6 +72,10 @@ func BuildNodeView(c *inspect.Cluster, node, family string) (*NodeView, error) {
 	slices.SortStableFunc(v.Skipped, func(a, b Skipped) int {
 		return cmp.Compare(a.Service, b.Service)
 	})
+	slices.Sort(v.Notes)
+	if note := src.onlyNote(v); note != "" {
+		v.Notes = append([]string{note}, v.Notes...)
+	}
 	return v, nil
 }
 

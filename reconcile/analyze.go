@@ -77,6 +77,7 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 			return nil, fmt.Errorf("building kube-proxy's view of node %s: %w", node, err)
 		}
 		a.View = v
+		a.Notes = append(a.Notes, v.Notes...)
 	}
 	a.NodeIPs = nodeIPs(a.View, ns, family)
 	a.LocalAddrs = localAddrs(a.NodeIPs, ns.Addresses, family)

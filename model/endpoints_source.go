@@ -1,0 +1,116 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/svctrace/inspect"
+)
+
+// endpointSources picks, per Service, where its endpoints are read: its
+// EndpointSlices when it has any (as kube-proxy 1.19 and later), else its
+// v1 Endpoints object (as kube-proxy before 1.19; a capture pasted from
+// `kubectl get endpoints`).
+type endpointSources struct {
+	withSlices  map[string]bool
+	withObject  map[string]bool
+	fromSlices  map[portKey][]Endpoint
+	fromObjects map[portKey][]Endpoint
+}
+
+func newEndpointSources(c *inspect.Cluster, family corev1.IPFamily, node string) *endpointSources {
+	s := &endpointSources{withSlices: servicesWithSlices(c.EndpointSlices), withObject: map[string]bool{}}
+	for i := range c.Endpoints {
+		if k := serviceKey(c.Endpoints[i].Namespace, c.Endpoints[i].Name); !s.withSlices[k] {
+			s.withObject[k] = true
+		}
+	}
+	s.fromSlices = endpointsByPort(c.EndpointSlices, family, node)
+	s.fromObjects = endpointsObjectsByPort(c.Endpoints, s.withObject, family, node)
+	return s
+}
+
+// source is SourceEndpointSlice, SourceEndpoints, or "" when the Service
+// has neither object.
+func (s *endpointSources) source(svc *corev1.Service) string {
+	k := serviceKey(svc.Namespace, svc.Name)
+	switch {
+	case s.withSlices[k]:
+		return SourceEndpointSlice
+	case s.withObject[k]:
+		return SourceEndpoints
+	}
+	return ""
+}
+
+// endpoints of one service port from the source.
+func (s *endpointSources) endpoints(source string, key portKey) []Endpoint {
+	switch source {
+	case SourceEndpointSlice:
+		return s.fromSlices[key]
+	case SourceEndpoints:
+		return s.fromObjects[key]
+	}
+	return nil
+}
+
+// onlyNote names the Services of the view whose endpoints were read from
+// v1 Endpoints objects ("" if none).
+func (s *endpointSources) onlyNote(v *NodeView) string {
+	var names []string
+	for i := range v.Ports {
+		p := &v.Ports[i]
+		if k := serviceKey(p.Namespace, p.Name); p.EndpointSource == SourceEndpoints && !slices.Contains(names, k) {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("endpoints read from the v1 Endpoints object, as the Service has no EndpointSlice, for %d Service(s): %s (kube-proxy 1.19 and later reads only EndpointSlices)",
+		len(names), listSome(names, 10))
+}
+
+// endpointsNotes are the view's notes on one Service's endpoint objects:
+// where its EndpointSlices and Endpoints object disagree in the family, or
+// that the Endpoints object it was read from is truncated.
+func endpointsNotes(c *inspect.Cluster, svc *corev1.Service, family corev1.IPFamily, source string) []string {
+	key := serviceKey(svc.Namespace, svc.Name)
+	switch source {
+	case SourceEndpointSlice:
+		d := compareEndpoints(c, svc, family)
+		switch {
+		case d == nil:
+		case d.disagree():
+			note := fmt.Sprintf("%s: %s: %s", key, d.lead(svc), d.summary())
+			if d.cutOff > 0 {
+				note += "; " + d.truncation()
+			}
+			return []string{note}
+		case d.cutOff > 0:
+			return []string{fmt.Sprintf("%s: %s; the EndpointSlices, which are complete, are used", key, d.truncation())}
+		}
+	case SourceEndpoints:
+		if obj := findEndpoints(c.Endpoints, svc.Namespace, svc.Name); obj != nil && truncated(obj) {
+			return []string{fmt.Sprintf("%s: %s", key, truncatedOnlyMessage())}
+		}
+	}
+	return nil
+}
+
+// lead says which objects disagree, and what follows from it.
+func (d *endpointsDiff) lead(svc *corev1.Service) string {
+	if d.mirrored && len(svc.Spec.Selector) == 0 {
+		return "the EndpointSlices mirrored from its v1 Endpoints object (by " + managedByMirroring +
+			") do not match it: mirroring failed or is behind, and kube-proxy 1.19 and later follows the slices"
+	}
+	return "its EndpointSlices (which kube-proxy 1.19 and later follows, and svctrace uses) and its v1 Endpoints object (which kube-proxy before 1.19 followed) disagree"
+}
+
+// truncatedOnlyMessage: the endpoints were read from a truncated object.
+func truncatedOnlyMessage() string {
+	return fmt.Sprintf("its v1 Endpoints object, the only source of its endpoints, is truncated to %d addresses (%s: %s): endpoints beyond them are unknown here and to a kube-proxy that reads Endpoints",
+		maxEndpointsAddresses, corev1.EndpointsOverCapacity, overCapacityTruncated)
+}
