@@ -125,6 +125,10 @@ type dumpParser struct {
 
 	// pending holds headerless lines until the table can be inferred.
 	pending []pendingLine
+	// jumps are the rules of the table being read that jump to a chain;
+	// targetCol is where the last rule's target name starts.
+	jumps     []pendingJump
+	targetCol int
 
 	lastLine int
 	lastText string

@@ -56,6 +56,27 @@ func TestParseErrors(t *testing.T) {
 		{"unsupported command", "-I X 1 -j ACCEPT\n", 1, 1, `unsupported command "-I"`},
 		{"-P without policy", "-P INPUT\n", 1, 9, "-P needs 2 argument(s)"},
 		{"-N with extra text", "-N X Y\n", 1, 6, "unexpected text after -N"},
+		{"unreadable probability", "-A X -m statistic --mode random --probability abc -j Y\n", 1, 47,
+			`bad value "abc" for --probability of -m statistic: want a probability from 0 to 1`},
+		{"probability above 1", "-A X -m statistic --mode random --probability 1.5 -j Y\n", 1, 47, "want a probability from 0 to 1"},
+		{"unknown statistic mode", "-A X -m statistic --mode sometimes -j Y\n", 1, 26, "want random or nth"},
+		{"statistic every 0", "-A X -m statistic --mode nth --every 0 -j Y\n", 1, 38, "--every of -m statistic"},
+		{"port with a letter", "-A X -p tcp -m tcp --dport 8o -j Y\n", 1, 28, `bad value "8o" for --dport of -m tcp: port "8o" is not a number`},
+		{"port out of range", "-A X -p udp --dport 70000 -j Y\n", 1, 21, "port 70000 is not from 0 to 65535"},
+		{"backwards port range", "-A X -p tcp -m tcp --sport 90:80 -j Y\n", 1, 28, "runs backwards"},
+		{"bad multiport list", "-A X -p tcp -m multiport --dports 80,x -j Y\n", 1, 35, `port "x"`},
+		{"bad address with a prefix", "-A X -d 10.96.0.300/32 -j Y\n", 1, 9, `bad address "10.96.0.300/32"`},
+		{"bad DNAT address", "-A X -p tcp -j DNAT --to-destination 10.244.0.300:8080\n", 1, 38,
+			`--to-destination of -j DNAT: "10.244.0.300" is not an IP address`},
+		{"bad DNAT port", "-A X -p tcp -j DNAT --to-destination 10.244.0.5:80800\n", 1, 38, "port 80800 is not from 0 to 65535"},
+		{"DNAT bracket not closed", "-A X -p tcp -j DNAT --to-destination [fd00::1:80\n", 1, 38, "not closed"},
+		{"bad mark", "-A X -m mark --mark 0x4000/zz -j Y\n", 1, 21, "--mark of -m mark"},
+		{"bad set-xmark", "-A X -j MARK --set-xmark 0x4000/0x4000x\n", 1, 26, "--set-xmark of -j MARK"},
+		{"bad to-ports", "-A X -p tcp -j REDIRECT --to-ports 80-x\n", 1, 36, `port "x"`},
+		{"jump to an undefined chain", "*nat\n:X - [0:0]\n-A X -j KUBE-SVC-NOPE\nCOMMIT\n", 3, 9,
+			"-j KUBE-SVC-NOPE: table nat (line 1) defines no chain KUBE-SVC-NOPE"},
+		{"goto an undefined chain", "*filter\n-A INPUT -g KUBE-FW\nCOMMIT\n", 2, 13, "-g KUBE-FW: table filter (line 1) defines no chain"},
+		{"chain of another table", "*filter\n:KUBE-A - [0:0]\nCOMMIT\n*nat\n-A PREROUTING -j KUBE-A\nCOMMIT\n", 5, 18, "table nat (line 4) defines no chain KUBE-A"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ptWantError(t, c.text, c.line, c.col, c.msg)
@@ -107,6 +128,30 @@ func TestParseTruncatedFixture(t *testing.T) {
 type ptFailingReader struct{}
 
 func (ptFailingReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+
+// TestParseAcceptedValues: the forms iptables-save prints for the values
+// that are checked, and an excerpt that jumps to chains it does not hold.
+func TestParseAcceptedValues(t *testing.T) {
+	for _, text := range []string{
+		"-A X -m statistic --mode random --probability 0.33333333349 -j Y\n",
+		"-A X -m statistic --mode nth --every 3 --packet 0 -j Y\n",
+		"-A X -p tcp -m tcp --dport 1024:65535 -m tcp --sport :80 -j Y\n",
+		"-A X -p tcp -m multiport --dports 80,443,8000:8080 -j Y\n",
+		"-A X -p tcp -j DNAT --to-destination 10.244.0.5:8080\n",
+		"-A X -p tcp -j DNAT --to-destination 10.0.0.1-10.0.0.5:80-90\n",
+		"-A X -p tcp -j DNAT --to-destination :8080\n",
+		"-A X -p tcp -j DNAT --to-destination [fd00::1]:8080\n-A Y -j DNAT --to-destination fd00::2\n",
+		"-A X -j MARK --set-xmark 0x4000/0x4000\n-A Y -m mark --mark 0x4000/0x4000 -j RETURN\n",
+		"-A X -p tcp -j REDIRECT --to-ports 8080-8090\n",
+		"-A X -j SNAT --to-source 192.0.2.1 --random-fully\n",
+		"-A KUBE-SERVICES -j KUBE-SVC-NOTHERE\n-A KUBE-SVC-NOTHERE -j KUBE-SEP-NOTHERE\n",
+		"*filter\n-A INPUT -j AUDIT\n-A INPUT -j FOO --foo 1\nCOMMIT\n",
+	} {
+		if _, err := ParseString("t.txt", text, ParseOptions{}); err != nil {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+}
 
 func TestParseOtherErrors(t *testing.T) {
 	if _, err := Parse("x", ptFailingReader{}, ParseOptions{}); err == nil || !errors.Is(err, io.ErrUnexpectedEOF) {

@@ -29,7 +29,7 @@ func TestParseRuleForms(t *testing.T) {
 				t.Errorf("%+v", r)
 			}
 		}},
-		{"goto and fragments", `-A X ! -f -g KUBE-SVC-ABC`, func(t *testing.T, r *Rule) {
+		{"goto and fragments", "-A X ! -f -g KUBE-SVC-ABC\n:KUBE-SVC-ABC - [0:0]", func(t *testing.T, r *Rule) {
 			if r.Fragment == nil || *r.Fragment || !r.Goto || r.Target != "KUBE-SVC-ABC" {
 				t.Errorf("%+v", r)
 			}

@@ -25,6 +25,9 @@ func FuzzParse(f *testing.F) {
 		"-P INPUT ACCEPT\n-N KUBE-SERVICES\n-A KUBE-SERVICES -j REJECT\n-A KUBE-SERVICES -j KUBE-SVC-X\n",
 		"-A X -p tcp --dport 80 -m sctp --chunk-types all INIT -j LOG --log-prefix \"x\"\n",
 		"*nat\n-A X -j",
+		"-A X -m statistic --mode random --probability abc -j Y\n-A X -p tcp --dport 8o -j DNAT --to-destination 10.96.0.300:80\n",
+		"-A X -j DNAT --to-destination [fd00::1]:8080/80\n-A X -m multiport --ports 1:2,3 -j MARK --set-xmark 1/0x",
+		"*nat\n:X - [0:0]\n-A X -g KUBE-SVC-NOPE\nCOMMIT\n",
 	} {
 		f.Add(s)
 	}

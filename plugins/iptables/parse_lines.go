@@ -100,6 +100,9 @@ func (p *dumpParser) commit(line string, i, n int) error {
 	if p.table == nil {
 		return p.errAt(line, n, i, "COMMIT without a table (no *table line before it)")
 	}
+	if err := p.checkJumps(); err != nil {
+		return err
+	}
 	p.table, p.lastChain = nil, nil
 	return nil
 }
@@ -260,6 +263,9 @@ func (p *dumpParser) rule(line string, n int, chain string, toks []lexToken) err
 	r.Line, r.Raw = n, line
 	if err := p.parseRule(r, line, n, toks); err != nil {
 		return err
+	}
+	if p.table != nil && jumpsToChain(r) {
+		p.jumps = append(p.jumps, pendingJump{rule: r, col: p.targetCol})
 	}
 	if p.table == nil {
 		p.pending = append(p.pending, pendingLine{line: n, chain: chain, rule: r})

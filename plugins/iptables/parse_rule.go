@@ -175,6 +175,7 @@ func (rp *ruleParser) generic(g byte, i int) (int, error) {
 		rp.ctx, rp.tKnown = ruleCtxTarget, isKnownTarget(arg.text)
 		rp.t0, rp.t1 = len(rp.p.sOpts), len(rp.p.sOpts)
 		rp.tCol, rp.tEnd = t.col, arg.end
+		rp.p.targetCol = arg.col
 	case 'c':
 		if !lexDigits(arg.text) || !lexDigits(rp.toks[i+2].text) {
 			return 0, rp.errAt(arg.col, "%s needs two numbers", t.text)
@@ -241,6 +242,15 @@ func (rp *ruleParser) option(i int) (int, error) {
 		}
 		for _, at := range rp.toks[j : j+nargs] {
 			p.sArgs = append(p.sArgs, at.text)
+		}
+		if ok {
+			flag, owner := "-j", rp.r.Target
+			if rp.ctx == ruleCtxMatch {
+				flag, owner = "-m", p.sMatches[len(p.sMatches)-1].module
+			}
+			if err := rp.checkValue(flag, owner, canon, rp.toks[j:j+nargs]); err != nil {
+				return 0, err
+			}
 		}
 		j += nargs
 	}
