@@ -20,6 +20,10 @@ func FuzzParse(f *testing.F) {
 		"elem": [{"concat": [{"prefix": {"addr": "10.0.0.0", "len": 8}}, {"range": [1, 1024]}]}, {"elem": {"val": {"concat": ["1.2.3.4", 53]}, "timeout": 5, "comment": "x"}}]}},
 		{"rule": {"family": "inet", "table": "f", "chain": "c", "expr": [{"match": {"op": "==", "left": {"concat": [{"payload": {"protocol": "ip", "field": "saddr"}}, {"payload": {"protocol": "th", "field": "dport"}}]}, "right": "@s"}}, {"jump": {"target": "nowhere"}}]}}]}`))
 	f.Add([]byte("table ip kube-proxy {\n}\n"))
+	f.Add([]byte(`{"nftables": [{"map": {"family": "ip", "table": "t", "name": "m", "type": ["ipv4_addr", "inet_service"], "map": ["ipv4_addr", "inet_service"],
+		"elem": [[{"concat": ["10.96.0.300", 80]}, {"concat": ["10.0.0.1", "8o"]}]]}},
+		{"rule": {"family": "ip", "table": "t", "chain": "c", "handle": 3, "expr": [{"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "daddr"}}, "right": {"prefix": {"addr": "10.0.0.0", "len": 40}}}},
+		{"dnat": {"addr": "10.0.0.300", "port": 70000}}]}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs, err := Parse("fuzz", data)
 		if err != nil {

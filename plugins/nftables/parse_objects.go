@@ -170,9 +170,13 @@ func (p *parser) rule(body any, path string) error {
 		return fmt.Errorf("%s: missing \"expr\"", path)
 	}
 	for i, e := range exprs {
-		st, err := p.stmt(e, fmt.Sprintf("%s.expr[%d]", path, i), t.Family)
+		sp := fmt.Sprintf("%s.expr[%d]", path, i)
+		st, err := p.stmt(e, sp, t.Family)
+		if err == nil {
+			err = checkStmt(st, sp, t.Family)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("table %s chain %s rule handle %d: %w", t.ID(), cname, r.Handle, err)
 		}
 		r.Stmts = append(r.Stmts, st)
 	}

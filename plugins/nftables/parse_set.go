@@ -51,6 +51,9 @@ func (p *parser) set(body any, path string, isMap bool) error {
 			}
 			s.Elements = append(s.Elements, el)
 		}
+		if err := checkElements(s, path); err != nil {
+			return fmt.Errorf("table %s: %w", t.ID(), err)
+		}
 	}
 	if old := t.sets[name]; old != nil {
 		p.note(t.Family, "%s: %s %s declared twice in table %s; the later one is used", path, kindName(isMap), name, t.ID())
