@@ -12,6 +12,7 @@ import (
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/suggest"
 )
 
 // NodeAnalysis is everything svctrace derives for one node and IP family:
@@ -49,7 +50,10 @@ type NodeAnalysis struct {
 func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 	ns, ok := s.Node(node)
 	if !ok {
-		return nil, fmt.Errorf("node %q is not in the snapshot (it has: %s)", node, nodeNames(s))
+		return nil, fmt.Errorf("node %q is not in the snapshot; %s", node, suggest.Hint(node, nodeNames(s), "nodes in the snapshot"))
+	}
+	if err := checkNodeObject(s.Cluster, node); err != nil {
+		return nil, err
 	}
 	a := &NodeAnalysis{Node: node, Family: family, Config: ns.KubeProxy}
 	pl, err := loadPlanes(ns, family)
@@ -88,7 +92,18 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 			a.View.NodeIPs = ns.Addresses
 		}
 		var notes []string
-		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: ns.Addresses,
+		local := ns.Addresses
+		if len(local) == 0 && len(a.View.NodeIPs) > 0 {
+			// An import without the node's interface addresses: its Node
+			// object's addresses are the ones kube-proxy finds there, so
+			// the answer does not depend on whether --node-ip was given.
+			local = a.View.NodeIPs
+			if a.Config.Mode == "nftables" || len(a.Config.NodePortAddresses) > 0 {
+				// Only where nodePortAddresses select among them.
+				a.Notes = append(a.Notes, fmt.Sprintf("the node's own addresses were not captured: taken from its Node object (%s)", strings.Join(local, ", ")))
+			}
+		}
+		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: local,
 			NodePortIPs: inf.NodePortIPs, NodePortIPsKnown: inf.NodePortIPsKnown,
 			Probes: behavior.ProbeSpace{ClusterCIDRs: in.ClusterCIDRs, NodeIPs: a.LocalAddrs, Taken: in.Taken}})
 		a.Notes = append(a.Notes, notes...)
@@ -300,15 +315,29 @@ func endpointAddrs(v *model.NodeView) map[netip.Addr]bool {
 	return out
 }
 
-func nodeNames(s *inspect.Snapshot) string {
-	if len(s.Nodes) == 0 {
-		return "no nodes"
-	}
+func nodeNames(s *inspect.Snapshot) []string {
 	var names []string
 	for _, n := range s.Nodes {
 		names = append(names, n.Name)
 	}
-	return fmt.Sprint(names)
+	return names
+}
+
+// checkNodeObject fails when the API objects list Nodes and none is the
+// node analysed: kube-proxy's view of a node that does not exist (a typo in
+// --node) would invent findings for every local endpoint.
+func checkNodeObject(c *inspect.Cluster, node string) error {
+	if c == nil || len(c.Nodes) == 0 {
+		return nil
+	}
+	var names []string
+	for i := range c.Nodes {
+		if c.Nodes[i].Name == node {
+			return nil
+		}
+		names = append(names, c.Nodes[i].Name)
+	}
+	return fmt.Errorf("node %q matches no Node object of the API; %s", node, suggest.Hint(node, names, "Nodes"))
 }
 
 // ValidateDumps parses every dump of a snapshot, so that a damaged capture

@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/trace"
 )
@@ -83,6 +84,12 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if len(s.Nodes) == 0 {
+		return fmt.Errorf("%s holds no node state: nothing to check (collect one with collect --node N)", o.source())
+	}
+	if err := o.resolveScope(s); err != nil {
+		return err
+	}
 	var nodes []string
 	if o.allNodes {
 		for _, n := range s.Nodes {
@@ -101,14 +108,19 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
+		if o.ref != nil && a.Expected == nil {
+			if err := o.ref.CheckNamedInRules(a.Observed); err != nil {
+				return fmt.Errorf("node %s: %w", n, err)
+			}
+		}
 		var fs []behavior.Finding
 		for _, f := range a.Findings {
-			if o.wanted(f) {
+			if o.wanted(f.Service) {
 				fs = append(fs, f)
 			}
 		}
 		r.Findings = append(r.Findings, fs...)
-		r.Nodes = append(r.Nodes, reconcile.NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: len(a.Observed.Frontends),
+		r.Nodes = append(r.Nodes, reconcile.NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: o.frontendsInScope(a),
 			Findings: len(fs), Inferred: a.Config.Inferred})
 		for _, note := range a.Notes {
 			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n, note))
@@ -126,15 +138,63 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
-// wanted scopes findings: to the Service named, else to the namespace given
-// with -n; without either (or with -A) the whole node is checked, as
-// kube-proxy programs every Service of the cluster on it.
-func (o *driftOptions) wanted(f behavior.Finding) bool {
+// source names where the node state comes from, for messages.
+func (o *commonOptions) source() string {
+	if o.snapshotFile != "" {
+		return "snapshot " + o.snapshotFile
+	}
+	return "the live state"
+}
+
+// resolveScope checks the Service or namespace the command is scoped to
+// against the API objects: a typo is an error with the close matches,
+// never "no drift".
+func (o *driftOptions) resolveScope(s *inspect.Snapshot) error {
 	if o.ref != nil {
-		return o.ref.Matches(f.Service)
+		ref, err := o.ref.Resolve(s.Cluster)
+		if err != nil {
+			return err
+		}
+		o.ref = &ref
+		return nil
 	}
-	if o.allNamespaces || o.configFlags.Namespace == nil || *o.configFlags.Namespace == "" {
-		return true
+	if ns := o.scopeNamespace(); ns != "" {
+		return trace.CheckNamespace(s.Cluster, ns)
 	}
-	return f.Service != "" && strings.HasPrefix(f.Service, *o.configFlags.Namespace+"/")
+	return nil
+}
+
+// scopeNamespace is the namespace given with -n, unless -A widens the
+// scope to every namespace.
+func (o *driftOptions) scopeNamespace() string {
+	if o.allNamespaces || o.configFlags.Namespace == nil {
+		return ""
+	}
+	return *o.configFlags.Namespace
+}
+
+// wanted scopes findings by their Service port name: to the Service named,
+// else to the namespace given with -n; without either (or with -A) the
+// whole node is checked, as kube-proxy programs every Service of the
+// cluster on it.
+func (o *driftOptions) wanted(spn string) bool {
+	if o.ref != nil {
+		return o.ref.Matches(spn)
+	}
+	if ns := o.scopeNamespace(); ns != "" {
+		return spn != "" && strings.HasPrefix(spn, ns+"/")
+	}
+	return true
+}
+
+// frontendsInScope counts the frontends checked (the expected ones and the
+// ones the rules list) that are in scope.
+func (o *driftOptions) frontendsInScope(a *reconcile.NodeAnalysis) int {
+	n := 0
+	for _, f := range a.Observed.Frontends {
+		if o.wanted(f.Service) {
+			n++
+		}
+	}
+	return n
 }

@@ -64,6 +64,9 @@ func (o *explainOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if o.ref, err = o.ref.Resolve(s.Cluster); err != nil {
+		return err
+	}
 	r, err := trace.Explain(a, s.Cluster, o.ref)
 	if err != nil {
 		return fmt.Errorf("explaining %s on node %s: %w", o.ref, o.node, err)

@@ -1,0 +1,122 @@
+package trace
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/suggest"
+)
+
+// Resolve checks a reference against the API objects and returns it in
+// canonical form: a port given by number is replaced by the port's name
+// (or dropped for a Service's only, unnamed port). A namespace without
+// Services, a Service or a port that does not exist is an error that names
+// the close matches. Without API objects (a bare dump) the reference is
+// returned as it is, to be matched against the rules.
+func (r ServiceRef) Resolve(c *inspect.Cluster) (ServiceRef, error) {
+	if c == nil {
+		return r, nil
+	}
+	if err := CheckNamespace(c, r.Namespace); err != nil {
+		return r, err
+	}
+	var svc *corev1.Service
+	var names, elsewhere []string
+	for i := range c.Services {
+		s := &c.Services[i]
+		switch {
+		case s.Namespace == r.Namespace && s.Name == r.Name:
+			svc = s
+		case s.Namespace == r.Namespace:
+			names = append(names, s.Name)
+		case s.Name == r.Name:
+			elsewhere = append(elsewhere, s.Namespace)
+		}
+	}
+	if svc == nil {
+		msg := fmt.Sprintf("service %s/%s not found", r.Namespace, r.Name)
+		if len(elsewhere) > 0 {
+			sort.Strings(elsewhere)
+			return r, fmt.Errorf("%s; a Service %s exists in namespace %s (use NAMESPACE/NAME or -n)", msg, r.Name, strings.Join(elsewhere, ", "))
+		}
+		return r, fmt.Errorf("%s; %s", msg, suggest.Hint(r.Name, names, "Services in namespace "+r.Namespace))
+	}
+	if r.Port == "" {
+		return r, nil
+	}
+	var ports []string
+	num, numErr := strconv.Atoi(r.Port)
+	for _, p := range svc.Spec.Ports {
+		if p.Name == r.Port || numErr == nil && int(p.Port) == num {
+			r.Port = p.Name
+			return r, nil
+		}
+		if p.Name != "" {
+			ports = append(ports, p.Name)
+		}
+	}
+	var all []string
+	for _, p := range svc.Spec.Ports {
+		proto := p.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		d := fmt.Sprintf("%d/%s", p.Port, proto)
+		if p.Name != "" {
+			d = p.Name + " (" + d + ")"
+		}
+		all = append(all, d)
+	}
+	msg := fmt.Sprintf("service %s/%s has no port %q", r.Namespace, r.Name, r.Port)
+	if m := suggest.Close(r.Port, ports, 3); len(m) > 0 {
+		return r, fmt.Errorf("%s; did you mean %s? (ports: %s)", msg, strings.Join(m, " or "), strings.Join(all, ", "))
+	}
+	return r, fmt.Errorf("%s; its ports: %s", msg, strings.Join(all, ", "))
+}
+
+// CheckNamespace fails, with the close matches, when no Service of the API
+// objects is in namespace ns.
+func CheckNamespace(c *inspect.Cluster, ns string) error {
+	if c == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var all []string
+	for i := range c.Services {
+		n := c.Services[i].Namespace
+		if n == ns {
+			return nil
+		}
+		if !seen[n] {
+			seen[n] = true
+			all = append(all, n)
+		}
+	}
+	return fmt.Errorf("namespace %q has no Service; %s", ns, suggest.Hint(ns, all, "namespaces with Services"))
+}
+
+// CheckNamedInRules fails, with the close matches, when no frontend of a
+// table (the rules of a bare dump, read without API objects) names the
+// referenced Service.
+func (r ServiceRef) CheckNamedInRules(t *behavior.Table) error {
+	var named []string
+	for _, f := range t.Frontends {
+		if r.Matches(f.Service) {
+			return nil
+		}
+		if f.Service != "" {
+			base, _, _ := strings.Cut(f.Service, ":")
+			named = append(named, base)
+		}
+	}
+	if len(named) == 0 {
+		return nil // rules without comments: only chain hashes could tell
+	}
+	return fmt.Errorf("no rule names service %s; %s", r, suggest.Hint(r.Namespace+"/"+r.Name, named, "Services named by the rules"))
+}
