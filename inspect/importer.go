@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -53,6 +54,9 @@ func Import(o ImportOptions) (*Snapshot, error) {
 			if err != nil {
 				return fmt.Errorf("reading %s dump: %w", collector, err)
 			}
+			if why := emptyDump(string(data)); why != "" {
+				return fmt.Errorf("%s dump %s %s: nothing to import (capture it again; leave the flag out if the node really has none)", collector, f, why)
+			}
 			d := Dump{Collector: collector, Family: family, Origin: f, Table: o.Table, Text: string(data)}
 			if m := backendRE.FindStringSubmatch(firstLine(d.Text)); m != nil {
 				d.Backend = m[1]
@@ -84,6 +88,28 @@ func Import(o ImportOptions) (*Snapshot, error) {
 	}
 	s.Nodes = append(s.Nodes, ns)
 	return s, nil
+}
+
+// emptyDump says how a dump is empty (no bytes, only blanks, only
+// comment lines), or "" when it holds something.
+func emptyDump(text string) string {
+	if text == "" {
+		return "is empty (0 bytes)"
+	}
+	comments := false
+	for _, l := range strings.Split(text, "\n") {
+		switch l = strings.TrimSpace(l); {
+		case l == "":
+		case strings.HasPrefix(l, "#"):
+			comments = true
+		default:
+			return ""
+		}
+	}
+	if comments {
+		return "holds only comments"
+	}
+	return "holds only blank space"
 }
 
 func firstLine(s string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -33,7 +34,7 @@ func Decode(data []byte) (*Snapshot, error) {
 		Kind       string `json:"kind"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil {
-		return nil, fmt.Errorf("not a snapshot document (damaged or truncated?): %v", err)
+		return nil, fmt.Errorf("not a snapshot document (damaged or truncated?): %v", describeDecodeError(data, reflect.TypeOf(head), err))
 	}
 	if head.Kind != Kind {
 		return nil, fmt.Errorf("kind is %q, want %q", head.Kind, Kind)
@@ -43,7 +44,7 @@ func Decode(data []byte) (*Snapshot, error) {
 	}
 	var s Snapshot
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		return nil, fmt.Errorf("damaged snapshot: %v", err)
+		return nil, describeDecodeError(data, reflect.TypeOf(s), err)
 	}
 	for i, n := range s.Nodes {
 		if n.Name == "" {
