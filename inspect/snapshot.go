@@ -51,6 +51,7 @@ type Cluster struct {
 	PodsListed bool `json:"podsListed"`
 	// Endpoints are the v1 Endpoints objects: what kube-proxy before 1.19
 	// read, and what a ticket pasting `kubectl get endpoints` holds.
+	//lint:ignore SA1019 v1 Endpoints are read on purpose, for clusters and captures that have no EndpointSlices
 	Endpoints []corev1.Endpoints `json:"endpoints,omitempty"`
 	// EndpointsListed is false when Endpoints objects were not read (not
 	// captured, forbidden), true when they were, even if none exist.

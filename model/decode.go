@@ -193,6 +193,7 @@ func (d *decoder) typed(js []byte, kind string) error {
 		}
 		d.c.EndpointSlices = append(d.c.EndpointSlices, o)
 	case "Endpoints":
+		//lint:ignore SA1019 v1 Endpoints are read on purpose, for clusters and captures that have no EndpointSlices
 		var o corev1.Endpoints
 		if err := json.Unmarshal(js, &o); err != nil {
 			return err
@@ -226,6 +227,8 @@ func (d *decoder) ignore(what string) {
 // checkEndpointsAddresses refuses an Endpoints object with an address that
 // is not an IP: its family, and so the proxier that would use it, is
 // unknown. The error names the field.
+//
+//lint:ignore SA1019 v1 Endpoints are read on purpose, for clusters and captures that have no EndpointSlices
 func checkEndpointsAddresses(e *corev1.Endpoints) error {
 	for i, ss := range e.Subsets {
 		for _, f := range []struct {

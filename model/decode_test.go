@@ -109,6 +109,19 @@ items:
 			want: []string{"document 2", "EndpointSlice s"},
 		},
 		{
+			name: "Endpoints address not an IP",
+			in: `apiVersion: v1
+kind: EndpointsList
+items:
+- metadata: {name: web, namespace: shop}
+  subsets:
+  - addresses: [{ip: 10.0.0.1}]
+    notReadyAddresses: [{ip: 10.0.0.2}, {ip: web-1.local}]
+    ports: [{port: 8080}]
+`,
+			want: []string{"document 1 item 0", "Endpoints shop/web", `subsets[0].notReadyAddresses[1].ip "web-1.local" is not an IP address`},
+		},
+		{
 			name: "no kind",
 			in:   "metadata: {name: a}\n",
 			want: []string{"document 1", "no kind"},
@@ -137,5 +150,43 @@ items:
 				}
 			}
 		})
+	}
+}
+
+func TestDecodeEndpoints(t *testing.T) {
+	in := `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Endpoints
+  metadata:
+    name: web
+    namespace: shop
+    annotations: {endpoints.kubernetes.io/over-capacity: truncated}
+  subsets:
+  - addresses: [{ip: 10.0.0.1, nodeName: node1}]
+    notReadyAddresses: [{ip: "fd00::2"}]
+    ports: [{name: http, port: 8080, protocol: TCP}]
+`
+	c, notes, err := DecodeObjects([]byte(in))
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("err %v, notes %q", err, notes)
+	}
+	if len(c.Endpoints) != 1 || !c.EndpointsListed {
+		t.Fatalf("endpoints %d, listed %v", len(c.Endpoints), c.EndpointsListed)
+	}
+	e := c.Endpoints[0]
+	if e.Namespace != "shop" || !truncated(&e) || len(e.Subsets) != 1 ||
+		*e.Subsets[0].Addresses[0].NodeName != "node1" || e.Subsets[0].NotReadyAddresses[0].IP != "fd00::2" {
+		t.Errorf("decoded %+v", e)
+	}
+
+	c, _, err = DecodeObjects([]byte(`{"apiVersion": "v1", "kind": "EndpointsList", "items": []}`))
+	if err != nil || !c.EndpointsListed {
+		t.Errorf("an empty EndpointsList must set EndpointsListed (err %v)", err)
+	}
+	c, _, err = DecodeObjects([]byte("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: b}\n"))
+	if err != nil || c.EndpointsListed {
+		t.Errorf("EndpointsListed without Endpoints (err %v)", err)
 	}
 }

@@ -179,8 +179,11 @@ func endpointCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
 			effect = "DNS returns no addresses for it"
 		}
 		msg := fmt.Sprintf("no EndpointSlice lists any endpoint for %s (%d slice(s) found): %s", key, len(ess), effect)
-		if obj != nil {
+		switch {
+		case obj != nil:
 			msg = fmt.Sprintf("%s has no EndpointSlice and its v1 Endpoints object lists no endpoint: %s", key, effect)
+		case len(ess) == 0 && c.EndpointsListed && findEndpoints(c.Endpoints, svc.Namespace, svc.Name) == nil:
+			msg = fmt.Sprintf("%s has neither an EndpointSlice nor a v1 Endpoints object: %s", key, effect)
 		}
 		causes = append(causes, Cause{Severity: SeverityError, Code: CodeNoEndpoints, Message: msg, Objects: refs})
 	case ready == 0:

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 v1 Endpoints are read on purpose, for clusters and captures that have no EndpointSlices.
+
 package model
 
 import (
@@ -60,14 +62,14 @@ func endpointsObjectCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
 // endpointsOnlyEffect says what a Service without EndpointSlices means to
 // a current kube-proxy, and why it may have none.
 func endpointsOnlyEffect(svc *corev1.Service, obj *corev1.Endpoints) string {
-	const recent = "kube-proxy 1.19 and later reads only EndpointSlices: if the node's kube-proxy is that recent, it sees no endpoints for this Service"
+	const recent = "kube-proxy 1.19 and later reads only EndpointSlices and would see no endpoint, and "
 	switch {
 	case len(svc.Spec.Selector) > 0:
-		return recent + " (the EndpointSlice controller makes them for a Service with a selector: is it running?)"
+		return recent + "for a Service with a selector the EndpointSlice controller should have made them"
 	case obj.Labels[discoveryv1.LabelSkipMirror] == "true":
-		return recent + " (the object is labelled " + discoveryv1.LabelSkipMirror + "=true, so the EndpointSlice mirroring controller does not copy it)"
+		return recent + "the object is labelled " + discoveryv1.LabelSkipMirror + "=true, so the EndpointSlice mirroring controller does not copy it into slices"
 	}
-	return recent + " (for a Service without selector the EndpointSlice mirroring controller copies the Endpoints object into slices: mirroring failed or has not run)"
+	return recent + "for a Service without selector the EndpointSlice mirroring controller should have copied this object into slices: mirroring failed or has not run"
 }
 
 // countObjectEndpoints counts the distinct addresses of an Endpoints

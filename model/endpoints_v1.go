@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 v1 Endpoints are read on purpose, for clusters and captures that have no EndpointSlices.
+
 package model
 
 import (
