@@ -93,15 +93,12 @@ func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
 		}
 		var notes []string
 		local := ns.Addresses
-		if len(local) == 0 && len(a.View.NodeIPs) > 0 {
-			// An import without the node's interface addresses: its Node
-			// object's addresses are the ones kube-proxy finds there, so
-			// the answer does not depend on whether --node-ip was given.
-			local = a.View.NodeIPs
-			if a.Config.Mode == "nftables" || len(a.Config.NodePortAddresses) > 0 {
-				// Only where nodePortAddresses select among them.
-				a.Notes = append(a.Notes, fmt.Sprintf("the node's own addresses were not captured: taken from its Node object (%s)", strings.Join(local, ", ")))
-			}
+		if s.Metadata.Source == "import" {
+			// An import's addresses are the Node's (--node-ip, or its
+			// Node object), not proof of which the node's interfaces
+			// hold: where the kernel lists the addresses it accepts
+			// NodePorts on, that list decides, with or without --node-ip.
+			local = nil
 		}
 		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: local,
 			NodePortIPs: inf.NodePortIPs, NodePortIPsKnown: inf.NodePortIPsKnown,
@@ -218,7 +215,7 @@ func parseDumps(ns *inspect.NodeState, family string) (map[string]*iptables.Rule
 		}
 		rs, err := iptables.ParseString(origin, d.Text, iptables.ParseOptions{Table: d.Table, Family: fam})
 		if err != nil {
-			return nil, err
+			return nil, dumpError(ns.Name, &d, err)
 		}
 		backend := d.Backend
 		if backend == "" {

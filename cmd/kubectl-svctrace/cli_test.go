@@ -202,9 +202,13 @@ func golden(t *testing.T, name, got string) {
 
 func TestCollectAppend(t *testing.T) {
 	snap := importSnapshot(t, "")
-	for _, node := range []string{"node1", "node9"} {
-		_, stderr, code := run(t, "collect", "--append", "--node", node, "--objects", fixture+"objects.yaml",
-			"--iptables-save", fixture+"node1.iptables-save.txt", "-f", snap)
+	for _, add := range [][]string{
+		{"node1", "--iptables-save", fixture + "node1.iptables-save.txt"},
+		{"node2", "--nft-json", fixture + "node2.nft.json"},
+	} {
+		node := add[0]
+		args := append([]string{"collect", "--append", "--node", node, "--objects", fixture + "objects.yaml", "-f", snap}, add[1:]...)
+		_, stderr, code := run(t, args...)
 		if code != 0 {
 			t.Fatalf("collect --append %s: exit %d: %s", node, code, stderr)
 		}
@@ -214,7 +218,7 @@ func TestCollectAppend(t *testing.T) {
 		t.Fatalf("drift --all-nodes: %s", stderr)
 	}
 	r := decodeDrift(t, out)
-	if len(r.Nodes) != 2 || r.Nodes[0].Name != "node1" || r.Nodes[1].Name != "node9" {
-		t.Errorf("nodes = %+v, want node1 (replaced, not doubled) and node9", r.Nodes)
+	if len(r.Nodes) != 2 || r.Nodes[0].Name != "node1" || r.Nodes[1].Name != "node2" {
+		t.Errorf("nodes = %+v, want node1 (replaced, not doubled) and node2", r.Nodes)
 	}
 }
