@@ -52,6 +52,7 @@ func (o *commonOptions) addFlags(cmd *cobra.Command, withNode bool) {
 	if withNode {
 		cmd.Flags().StringVar(&o.node, "node", "", "Node to look at (default: the only node in the snapshot)")
 	}
+	setupKubectlFlags(cmd)
 }
 
 func (o *commonOptions) complete() error {
@@ -193,15 +194,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*inspect.Snapshot, er
 }
 
 func (o *commonOptions) clientset() (kubernetes.Interface, error) {
-	cfg, err := o.configFlags.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating API client: %w", err)
-	}
-	return cs, nil
+	return newClientset(o.configFlags)
 }
 
 func decodeObjectsFile(path string) (*inspect.Cluster, []string, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,35 +14,78 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func commandName() string {
-	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
-		return "kubectl svctrace"
+// versionString is the version svctrace reports: the one set at build
+// time, else the module version "go install ...@vX.Y.Z" recorded.
+func versionString() string {
+	if version != "dev" {
+		return version
 	}
-	return "svctrace"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
 }
 
-func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	name := commandName()
-	root := &cobra.Command{
-		Use:   name,
-		Short: "Explain what a node's kernel does with packets sent to a Kubernetes Service",
-		Long: `svctrace reads a node's kube-proxy rules (iptables), pairs them with the
-Services, EndpointSlices, Nodes and Pods of the API, and shows the real path
-of a packet to each Service frontend: every hop with the exact kernel rule,
-every backend with its effective probability, and where the kernel differs
-from what kube-proxy should have programmed.
+// commandNames returns the root command's name, which completion scripts
+// are generated for and so must be the executable's own, and the name its
+// help shows: run as a kubectl plugin, "kubectl-svctrace" shown as
+// "kubectl svctrace". Naming the root "kubectl svctrace" would make cobra
+// name the completion functions after "kubectl" and replace kubectl's.
+func commandNames() (name, display string) {
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		return "kubectl-svctrace", "kubectl svctrace"
+	}
+	return "svctrace", "svctrace"
+}
+
+const rootLong = `svctrace reads a node's kube-proxy rules, pairs them with the Services,
+EndpointSlices, Nodes and Pods of the API, and shows the real path of a packet
+to each Service frontend: every hop with the exact kernel rule, every backend
+with its effective probability, and where the kernel differs from what
+kube-proxy should have programmed.
+
+Data planes read:
+  iptables   kube-proxy's iptables mode, on either iptables backend:
+             nf_tables (iptables-nft) and legacy (iptables-legacy)
+  nftables   kube-proxy's nftables mode (kube-proxy 1.33 to 1.36)
+  conntrack  the node's connection tracking table: which live connections go
+             to which backend, and which still go to a backend that is gone
 
 Node state comes from --snapshot FILE (made by "collect", or attached to a bug
-report) or, on the node itself, from --local (the current network namespace).
+report; no cluster needed) or, on the node itself, from --local (the current
+network namespace), with the API objects from the kubeconfig or --objects FILE.
 
-Exit codes: 0 success (drift: no drift), 1 drift found (drift only),
-2 error (bad input, missing Service, unreadable dump).`,
+Exit codes:
+  0  success; for drift: no drift found
+  1  drift found (drift), or stale conntrack entries listed by a
+     "reconcile conntrack" dry run (or left after --apply)
+  2  error: bad input (a flag, a Service reference, an unreadable or damaged
+     dump or snapshot), or a Service, port, namespace or node that is not
+     there`
+
+func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	name, display := commandNames()
+	root := &cobra.Command{
+		Use:           name,
+		Short:         "Explain what a node's kernel does with packets sent to a Kubernetes Service",
+		Long:          rootLong,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: name},
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: display},
 	}
-	root.AddCommand(newExplainCommand(streams), newTraceCommand(streams), newDriftCommand(streams),
-		newCollectCommand(streams), newReconcileCommand(streams), newVersionCommand(streams))
+	// Help, --version and __complete write through the command's streams.
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetVersionTemplate("svctrace {{.Version}}\n")
+
+	explain := newExplainCommand(streams)
+	explain.ValidArgsFunction = completeServiceArg(true)
+	drift := newDriftCommand(streams)
+	drift.ValidArgsFunction = completeServiceArg(false)
+	root.AddCommand(explain, newTraceCommand(streams), drift, newCollectCommand(streams),
+		newReconcileCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
 	return root
 }
 
@@ -51,7 +95,7 @@ func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Print the svctrace version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := fmt.Fprintf(streams.Out, "svctrace %s\n", version)
+			_, err := fmt.Fprintf(streams.Out, "svctrace %s\n", cmd.Root().Version)
 			return err
 		},
 	}
