@@ -38,6 +38,9 @@ func endpointsObjectCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
 	}
 
 	d := compareEndpoints(c, svc, "")
+	if d == nil {
+		return nil
+	}
 	for _, es := range ess {
 		refs = append(refs, objRef("EndpointSlice", es.Namespace, es.Name))
 	}

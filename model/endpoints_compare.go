@@ -42,14 +42,20 @@ type sliceState struct{ ready, terminating bool }
 
 // compareEndpoints compares a Service's EndpointSlices with its v1
 // Endpoints object, for one family ("" for both). It returns nil when the
-// Service lacks either. A terminating slice endpoint missing from the
-// Endpoints object is no disagreement: the Endpoints controller leaves
-// terminating pods out.
+// Service lacks either, or when its Endpoints object cannot hold that
+// family. A terminating slice endpoint missing from the Endpoints object
+// is no disagreement: the Endpoints controller leaves terminating pods out.
 func compareEndpoints(c *inspect.Cluster, svc *corev1.Service, family corev1.IPFamily) *endpointsDiff {
 	obj := findEndpoints(c.Endpoints, svc.Namespace, svc.Name)
 	ess := serviceSlices(c, svc)
 	if obj == nil || len(ess) == 0 {
 		return nil
+	}
+	if only := controllerFamily(svc); only != "" {
+		if family != "" && family != only {
+			return nil
+		}
+		family = only
 	}
 	d := &endpointsDiff{object: obj, slices: ess}
 	fromSlices := map[string]sliceState{}
@@ -129,6 +135,24 @@ func compareEndpoints(c *inspect.Cluster, svc *corev1.Service, family corev1.IPF
 		slices.Sort(l)
 	}
 	return d
+}
+
+// controllerFamily is the one family the Endpoints controller writes for
+// a Service with a selector: the Service's primary family (the slices of a
+// dual-stack Service hold both). It is "" for a Service without selector,
+// whose Endpoints object holds whatever was written to it, and when the
+// family cannot be told.
+func controllerFamily(svc *corev1.Service) corev1.IPFamily {
+	if len(svc.Spec.Selector) == 0 {
+		return ""
+	}
+	if len(svc.Spec.IPFamilies) > 0 {
+		return svc.Spec.IPFamilies[0]
+	}
+	if _, fam, ok := normalizeIP(svc.Spec.ClusterIP); ok {
+		return fam
+	}
+	return ""
 }
 
 // familyWanted: family "" wants both.

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 v1 Endpoints are read on purpose, for clusters and captures that have no EndpointSlices.
+
 package model
 
 import (
@@ -103,10 +105,24 @@ func endpointsNotes(c *inspect.Cluster, svc *corev1.Service, family corev1.IPFam
 // lead says which objects disagree, and what follows from it.
 func (d *endpointsDiff) lead(svc *corev1.Service) string {
 	if d.mirrored && len(svc.Spec.Selector) == 0 {
-		return "the EndpointSlices mirrored from its v1 Endpoints object (by " + managedByMirroring +
-			") do not match it: mirroring failed or is behind, and kube-proxy 1.19 and later follows the slices"
+		lead := "the EndpointSlices mirrored from its v1 Endpoints object (by " + managedByMirroring + ") do not match it: "
+		if overMirrorLimit(d.object) {
+			return lead + fmt.Sprintf("the mirroring controller copies at most %d addresses of each subset, the object has more, and kube-proxy 1.19 and later follows the slices", maxEndpointsAddresses)
+		}
+		return lead + "mirroring failed or is behind, and kube-proxy 1.19 and later follows the slices"
 	}
 	return "its EndpointSlices (which kube-proxy 1.19 and later follows, and svctrace uses) and its v1 Endpoints object (which kube-proxy before 1.19 followed) disagree"
+}
+
+// overMirrorLimit: a subset has more addresses than the mirroring
+// controller copies.
+func overMirrorLimit(e *corev1.Endpoints) bool {
+	for _, ss := range e.Subsets {
+		if len(ss.Addresses)+len(ss.NotReadyAddresses) > maxEndpointsAddresses {
+			return true
+		}
+	}
+	return false
 }
 
 // truncatedOnlyMessage: the endpoints were read from a truncated object.
