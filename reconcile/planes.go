@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -15,7 +16,9 @@ type planes struct {
 	// byBackend are the iptables rulesets by backend (nf_tables, legacy).
 	byBackend map[string]*iptables.Ruleset
 	ipt       *iptables.Plane // nil without an iptables dump
-	nft       *nftables.Plane // nil without an nftables dump
+	nft       *nftables.Plane // nil without an nftables dump of the family
+	// family is the IP family the planes are of (IPv4, IPv6).
+	family string
 }
 
 func loadPlanes(ns *inspect.NodeState, family string) (*planes, error) {
@@ -23,7 +26,7 @@ func loadPlanes(ns *inspect.NodeState, family string) (*planes, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &planes{byBackend: byBackend}
+	p := &planes{byBackend: byBackend, family: family}
 	if rs := pickRuleset(byBackend); rs != nil {
 		p.ipt = &iptables.Plane{Rules: rs}
 	}
@@ -37,9 +40,13 @@ func loadPlanes(ns *inspect.NodeState, family string) (*planes, error) {
 		}
 		rs, err := nftables.Parse(origin, []byte(d.Text))
 		if err != nil {
-			return nil, err
+			return nil, dumpError(ns.Name, &d, err)
 		}
-		p.nft = nftables.NewPlane(rs, family)
+		// A ruleset with tables, none of this family, says nothing of
+		// it; an empty one says the node has no rules at all.
+		if len(rs.Tables) == 0 || hasFamilyTables(rs, family) {
+			p.nft = nftables.NewPlane(rs, family)
+		}
 	}
 	return p, nil
 }
@@ -51,12 +58,12 @@ func (p *planes) choose(node, mode string) (dataplane.Plane, string, error) {
 	switch mode {
 	case "iptables":
 		if p.ipt == nil {
-			return nil, "", fmt.Errorf("node %s: kube-proxy runs in iptables mode, but the snapshot holds no iptables dump", node)
+			return nil, "", fmt.Errorf("node %s: kube-proxy runs in iptables mode, but the snapshot holds no %s iptables dump", node, p.family)
 		}
 		return p.ipt, "", nil
 	case "nftables":
 		if p.nft == nil {
-			return nil, "", fmt.Errorf("node %s: kube-proxy runs in nftables mode, but the snapshot holds no nftables ruleset (collect it with nft -j list ruleset)", node)
+			return nil, "", fmt.Errorf("node %s: kube-proxy runs in nftables mode, but the snapshot holds no nftables ruleset with %s tables (collect it with nft -j list ruleset)", node, p.family)
 		}
 		return p.nft, "", nil
 	case "":
@@ -73,7 +80,7 @@ func (p *planes) choose(node, mode string) (dataplane.Plane, string, error) {
 	case ipt:
 		return p.ipt, "", nil
 	case p.ipt == nil && p.nft == nil:
-		return nil, "", fmt.Errorf("node %s: the snapshot holds no iptables or nftables dump", node)
+		return nil, "", fmt.Errorf("node %s: the snapshot holds no %s rules of this node (no iptables dump and no nftables table of that family)", node, p.family)
 	}
 	return nil, "", fmt.Errorf("node %s: neither iptables nor nftables holds kube-proxy's objects; if kube-proxy runs in ipvs mode, this svctrace cannot read it yet (to check an empty node, give its mode with --proxy-mode)", node)
 }
@@ -101,4 +108,43 @@ func (p *planes) leftovers(active dataplane.Plane, node string) []behavior.Findi
 		}
 	}
 	return out
+}
+
+// nodeDumpError is an error in one dump of a node's state.
+type nodeDumpError struct {
+	msg string
+	err error
+}
+
+func (e *nodeDumpError) Error() string { return e.msg }
+func (e *nodeDumpError) Unwrap() error { return e.err }
+
+// dumpError names the node and the dump an error is in, with the line and
+// column a parser gives: "node node1: iptables-save dump line 12 col 5: ..."
+// (or FILE:12:5 for a dump imported from a file).
+func dumpError(node string, d *inspect.Dump, err error) error {
+	var pe *iptables.ParseError
+	if errors.As(err, &pe) {
+		where := fmt.Sprintf("line %d col %d", pe.Line, pe.Column)
+		if d.Origin != "" {
+			where = fmt.Sprintf("%s:%d:%d", d.Origin, pe.Line, pe.Column)
+		}
+		return &nodeDumpError{msg: fmt.Sprintf("node %s: %s dump %s: %s", node, d.Collector, where, pe.Msg), err: err}
+	}
+	return &nodeDumpError{msg: fmt.Sprintf("node %s: %s dump: %v", node, d.Collector, err), err: err}
+}
+
+// hasFamilyTables reports whether an nftables ruleset has tables that see
+// packets of family (ip or ip6, and inet).
+func hasFamilyTables(rs *nftables.Ruleset, family string) bool {
+	fam := "ip"
+	if family == "IPv6" {
+		fam = "ip6"
+	}
+	for _, t := range rs.Tables {
+		if t.Family == fam || t.Family == "inet" {
+			return true
+		}
+	}
+	return false
 }
