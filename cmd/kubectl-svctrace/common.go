@@ -122,11 +122,21 @@ func (o *commonOptions) analyzeNode(ctx context.Context) (*inspect.Snapshot, *re
 	if err := o.pickNode(s); err != nil {
 		return nil, nil, err
 	}
-	a, err := reconcile.Analyze(s, o.node, o.family)
+	a, err := o.analyze(s, o.node)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s, a, nil
+}
+
+// analyze analyses one node of the snapshot; an error (a damaged dump)
+// names the snapshot file it came from.
+func (o *commonOptions) analyze(s *inspect.Snapshot, node string) (*reconcile.NodeAnalysis, error) {
+	a, err := reconcile.Analyze(s, node, o.family)
+	if err != nil && o.snapshotFile != "" {
+		return nil, fmt.Errorf("snapshot %s: %w", o.snapshotFile, err)
+	}
+	return a, err
 }
 
 // pickNode defaults --node to the snapshot's only node.

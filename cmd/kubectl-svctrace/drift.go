@@ -104,7 +104,7 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	r := reconcile.NewDriftReport()
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
 	for _, n := range nodes {
-		a, err := reconcile.Analyze(s, n, o.family)
+		a, err := o.analyze(s, n)
 		if err != nil {
 			return err
 		}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/trace"
 )
 
@@ -36,7 +39,11 @@ DROP.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			if _, err := trace.ParsePacket(o.packet); err != nil {
+			pkt, err := trace.ParsePacket(o.packet)
+			if err != nil {
+				return err
+			}
+			if err := o.packetFamily(pkt, cmd.Flags().Changed("family")); err != nil {
 				return err
 			}
 			return o.run(cmd)
@@ -62,4 +69,26 @@ func (o *traceOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	return o.print(r, func(wide bool) { trace.RenderTrace(o.Out, r, wide) })
+}
+
+// packetFamily sets the family to read from the packet's addresses: both
+// must be of one family, and --family, when given, must agree.
+func (o *traceOptions) packetFamily(pkt dataplane.Packet, familyGiven bool) error {
+	src, dst := pkt.Src.Unmap(), pkt.Dst.Unmap()
+	if src.Is4() != dst.Is4() {
+		return fmt.Errorf("--src %s is %s and --dst %s is %s: a packet has one IP family", src, familyOf(src.Is4()), dst, familyOf(dst.Is4()))
+	}
+	fam := familyOf(dst.Is4())
+	if familyGiven && o.family != fam {
+		return fmt.Errorf("--family %s, but the packet (--src %s, --dst %s) is %s", o.family, src, dst, fam)
+	}
+	o.family = fam
+	return nil
+}
+
+func familyOf(is4 bool) string {
+	if is4 {
+		return "IPv4"
+	}
+	return "IPv6"
 }
