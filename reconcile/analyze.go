@@ -136,6 +136,12 @@ func foldOrphans(fs []behavior.Finding) []behavior.Finding {
 			cause[f.Service+" "+f.Expected] = i
 		case behavior.MissingFrontend:
 			cause[f.Service] = i
+		case behavior.FirewallMismatch:
+			// A lost firewall dispatch leaves the Service's firewall
+			// chain unreachable.
+			if _, ok := cause[f.Service]; !ok {
+				cause[f.Service] = i
+			}
 		}
 	}
 	folded := map[int]bool{}

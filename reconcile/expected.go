@@ -238,8 +238,11 @@ func forward(eps []model.Endpoint, masq bool, local localDelivery) behavior.Outc
 		// nodeName says (the API server's endpoint on a control-plane
 		// node has none).
 		b := behavior.Backend{Endpoint: e.String(), Probability: 1 / float64(len(eps)), HairpinMasquerade: e.Local || local.has(e.IP)}
-		if e.Slice != "" {
+		switch {
+		case e.Slice != "":
 			b.Rules = []string{"EndpointSlice " + e.Slice}
+		case e.EndpointsObject != "":
+			b.Rules = []string{"Endpoints " + e.EndpointsObject}
 		}
 		o.Backends = append(o.Backends, b)
 	}

@@ -83,7 +83,7 @@ func Explain(a *reconcile.NodeAnalysis, c *inspect.Cluster, ref ServiceRef) (*Ex
 	}
 	r.Conntrack = flowCounts(a, ref)
 	r.Pods = podsOf(c, a.View)
-	r.Notes = append(r.Notes, a.Notes...)
+	r.Notes = append(r.Notes, notesNotAbout(a.Notes, c)...)
 	r.Notes = append(r.Notes, a.Config.Inferred...)
 	return r, nil
 }
@@ -213,6 +213,28 @@ func flowCounts(a *reconcile.NodeAnalysis, ref ServiceRef) []FlowCount {
 			out = append(out, FlowCount{Frontend: f.Frontend.String(), Backend: backend, Counts: map[string]int{}})
 		}
 		out[i].Counts[f.Status]++
+	}
+	return out
+}
+
+// notesNotAbout drops the analysis notes that are about one Service ("ns/name:
+// …", such as an Endpoints object disagreeing with its EndpointSlices):
+// explain shows its own Service's as causes, and the others' are not its
+// business.
+func notesNotAbout(notes []string, c *inspect.Cluster) []string {
+	if c == nil {
+		return notes
+	}
+	svcs := map[string]bool{}
+	for i := range c.Services {
+		svcs[c.Services[i].Namespace+"/"+c.Services[i].Name] = true
+	}
+	var out []string
+	for _, n := range notes {
+		if key, _, ok := strings.Cut(n, ": "); ok && svcs[key] {
+			continue
+		}
+		out = append(out, n)
 	}
 	return out
 }
