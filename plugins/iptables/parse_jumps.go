@@ -19,7 +19,8 @@ func jumpsToChain(r *Rule) bool {
 func isExtensionTarget(t string) bool {
 	switch t {
 	case "AUDIT", "MIRROR", "ULOG", "SECMARK", "CONNSECMARK", "NETMAP", "TEE", "SET", "SYNPROXY",
-		"TTL", "HL", "ECN", "TOS", "HMARK", "IDLETIMER", "LED", "RATEEST", "CLUSTERIP":
+		"TTL", "HL", "ECN", "TOS", "HMARK", "IDLETIMER", "LED", "RATEEST", "CLUSTERIP", "FLOWOFFLOAD",
+		"DNPT", "SNPT", "TCPOPTSTRIP":
 		return true
 	}
 	return false
