@@ -81,3 +81,39 @@ func TestFormatProbability(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeSpaceAvoidsTaken: no probe stands on an endpoint (it would see
+// its own hairpin masquerade), a node address or a loopback address (a
+// packet from one of them arriving on an interface is the node itself, or
+// a martian).
+func TestProbeSpaceAvoidsTaken(t *testing.T) {
+	taken := map[netip.Addr]bool{
+		netip.MustParseAddr("10.244.255.254"): true,
+		netip.MustParseAddr("10.244.255.253"): true,
+		netip.MustParseAddr("203.0.113.254"):  true,
+	}
+	s := ProbeSpace{
+		ClusterCIDRs: ParsePrefixes([]string{"10.244.0.0/16"}),
+		NodeIPs:      []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.254")},
+		Taken:        taken,
+	}
+	p := s.Choose(ParsePrefixes([]string{"203.0.113.0/24"}))
+	if got := p.Pod.String(); got != "10.244.255.252" {
+		t.Errorf("pod probe = %s, want 10.244.255.252 (the last free host)", got)
+	}
+	if got := p.External.String(); got != "203.0.113.253" {
+		t.Errorf("external probe = %s, want 203.0.113.253", got)
+	}
+	if got := p.Node.String(); got != "192.0.2.10" {
+		t.Errorf("node probe = %s, want the primary node address", got)
+	}
+	if a, ok := s.FreeHost(netip.MustParsePrefix("192.0.2.0/24")); !ok || a.String() != "192.0.2.253" {
+		t.Errorf("free host of the node's subnet = %s %v, want 192.0.2.253 (192.0.2.254 is the node)", a, ok)
+	}
+	if a, ok := s.FreeHost(netip.MustParsePrefix("127.0.0.0/8")); ok {
+		t.Errorf("a loopback range gave probe %s: loopback sources are the node", a)
+	}
+	if _, ok := s.FreeHost(netip.MustParsePrefix("10.244.255.254/32")); ok {
+		t.Error("a single taken address gave a probe")
+	}
+}

@@ -83,10 +83,6 @@ func (s ProbeSpace) FreeHost(p netip.Prefix) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// IsClient reports whether a can stand for a client that is neither the
-// node nor one of the endpoints.
-func (s ProbeSpace) IsClient(a netip.Addr) bool { return !s.taken(a) }
-
 // Choose picks the probe sources for a frontend whose allowed source
 // ranges are ranges (may be empty).
 func (s ProbeSpace) Choose(ranges []netip.Prefix) Probes {
