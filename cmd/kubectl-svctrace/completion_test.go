@@ -57,9 +57,10 @@ func TestCompleteServicesFromSnapshot(t *testing.T) {
 		want []string
 	}{
 		{"every Service", []string{"explain", "--snapshot", labSnapshot, ""},
-			[]string{"default/dns", "default/draining", "default/empty", "default/extname", "default/headless", "default/kubernetes",
-				"default/multi", "default/named", "default/sctp", "default/sticky", "default/web", "default/web-ext", "default/web-itp",
-				"default/web-lb", "default/web-local", "default/web-np", "default/zoned"}},
+			[]string{"default/crowded", "default/dns", "default/draining", "default/empty", "default/extname", "default/headless",
+				"default/hostnet", "default/kube-api", "default/kubernetes", "default/local-node1", "default/multi", "default/named",
+				"default/sctp", "default/sticky", "default/web", "default/web-ext", "default/web-itp", "default/web-lb",
+				"default/web-local", "default/web-np", "default/zoned"}},
 		{"prefix", []string{"drift", "--snapshot", labSnapshot, "default/web-l"}, []string{"default/web-lb", "default/web-local"}},
 		{"bare name in the default namespace", []string{"explain", "--snapshot", labSnapshot, "web-"},
 			[]string{"web-ext", "web-itp", "web-lb", "web-local", "web-np"}},

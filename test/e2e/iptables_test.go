@@ -159,13 +159,7 @@ func startMatrix(t *testing.T, mode, version string) *cluster {
 	add(lab.PodSpec{Node: "node1", Name: "client", NoAPIObject: true})
 	add(lab.PodSpec{Node: "node2", Name: "client-2", NoAPIObject: true})
 
-	// Zones for the topology-hint case.
-	for n, zone := range map[string]string{"node1": "zone-a", "node2": "zone-b"} {
-		body := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":%q}}}`, zone)
-		if _, err := l.Request(t.Context(), "PATCH", "/api/v1/nodes/"+n, "application/merge-patch+json", []byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.setZones(t, "")
 	l.Apply(t, services)
 	l.Apply(t, c.slices(nil))
 	for _, n := range []string{"node1", "node2"} {
@@ -174,6 +168,20 @@ func startMatrix(t *testing.T, mode, version string) *cluster {
 		}
 	}
 	return c
+}
+
+// zones are the nodes' zones, for the topology-hint case.
+var zones = map[string]string{"node1": "zone-a", "node2": "zone-b"}
+
+// setZones labels each node with its zone (plus suffix).
+func (c *cluster) setZones(t *testing.T, suffix string) {
+	t.Helper()
+	for n, zone := range zones {
+		body := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":%q}}}`, zone+suffix)
+		if _, err := c.Request(t.Context(), "PATCH", "/api/v1/nodes/"+n, "application/merge-patch+json", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // slices returns every EndpointSlice of the matrix; change may edit the
@@ -206,6 +214,10 @@ func (c *cluster) slices(change func(name string, eps []endpoint) []endpoint) st
 		{"empty", "empty-1", http, nil},
 		{"draining", "draining-1", http, []endpoint{term}},
 		{"zoned", "zoned-1", http, zoned},
+		{"kube-api", "kube-api-1", []slicePort{{"https", "TCP", 6443}}, []endpoint{{ip: c.Node("node1").IP}}},
+		{"hostnet", "hostnet-1", []slicePort{{"http", "TCP", 8081}}, []endpoint{{pod: "hostnet-1", ip: c.Node("node2").IP, node: "node2"}}},
+		{"local-node1", "local-node1-1", http, []endpoint{ep("web-1"), ep("web-2")}},
+		{"crowded", "crowded-1", http, []endpoint{ep("web-1"), ep("web-3"), {ip: lastPodHost, node: "node2"}}},
 	}
 	var docs []string
 	for _, s := range all {
@@ -217,6 +229,11 @@ func (c *cluster) slices(change func(name string, eps []endpoint) []endpoint) st
 	}
 	return strings.Join(docs, "---\n")
 }
+
+// lastPodHost is the last host of the lab's cluster CIDR (10.244.0.0/16):
+// an endpoint there is where a probe standing for "a pod" would stand if it
+// did not avoid endpoints.
+const lastPodHost = "10.244.255.254"
 
 func clusterIP(t *testing.T, c *cluster, name string) string {
 	t.Helper()

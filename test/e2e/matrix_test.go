@@ -219,6 +219,27 @@ spec:
 	if c.mode == "nftables" {
 		nftKernelChanges(t, c)
 	} else {
+		t.Run("firewall drop deleted in the kernel", func(t *testing.T) {
+			// An outside client of the LoadBalancer now passes untouched:
+			// the same ranges are allowed, the others are no longer
+			// dropped.
+			filter, err := c.Exec("node1", "iptables-save", "-t", "filter")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := regexp.MustCompile(`(?m)^-A (KUBE-PROXY-FIREWALL -d 198\.51\.100\.50/32 .*-j DROP)$`).FindStringSubmatch(filter)
+			if m == nil {
+				t.Fatalf("no firewall drop for 198.51.100.50 in:\n%s", filter)
+			}
+			if _, err := c.Exec("node1", "sh", "-c", "iptables -D "+m[1]); err != nil {
+				t.Fatal(err)
+			}
+			waitDrift(t, c, "node1", []string{"FirewallMismatch default/web-lb:http 203.0.113.0/24; others dropped|203.0.113.0/24; others pass untouched"})
+			if _, err := c.Exec("node1", "sh", "-c", "iptables -A "+m[1]); err != nil {
+				t.Fatal(err)
+			}
+			waitDrift(t, c, "node1", nil)
+		})
 		t.Run("rule deleted in the kernel", func(t *testing.T) {
 			nat, err := c.Exec("node1", "iptables-save", "-t", "nat")
 			if err != nil {
@@ -254,23 +275,11 @@ spec:
 func nftKernelChanges(t *testing.T, c *cluster) {
 	web := clusterIP(t, c, "web")
 	t.Run("map element deleted in the kernel", func(t *testing.T) {
-		elem := web + " . tcp . 80"
-		set, err := c.Exec("node1", "nft", "list", "map", "ip", "kube-proxy", "service-ips")
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := regexp.MustCompile(regexp.QuoteMeta(elem) + ` : (goto \S+)`).FindStringSubmatch(set)
-		if m == nil {
-			t.Fatalf("no element %s in:\n%s", elem, set)
-		}
-		if _, err := c.Exec("node1", "nft", "delete", "element", "ip", "kube-proxy", "service-ips", "{ "+elem+" }"); err != nil {
-			t.Fatal(err)
-		}
-		waitDrift(t, c, "node1", []string{"MissingFrontend default/web:http forward"})
-		if _, err := c.Exec("node1", "nft", "add", "element", "ip", "kube-proxy", "service-ips", "{ "+elem+" : "+strings.TrimSuffix(m[1], ",")+" }"); err != nil {
-			t.Fatal(err)
-		}
-		waitDrift(t, c, "node1", nil)
+		deleteMapElement(t, c, "service-ips", web+" . tcp . 80", "MissingFrontend default/web:http forward")
+	})
+	t.Run("firewall element deleted in the kernel", func(t *testing.T) {
+		// Every source now reaches the LoadBalancer.
+		deleteMapElement(t, c, "firewall-ips", "198.51.100.50 . tcp . 80", "FirewallMismatch default/web-lb:http 203.0.113.0/24|any source")
 	})
 	t.Run("service chain flushed in the kernel", func(t *testing.T) {
 		table, err := c.Exec("node1", "nft", "list", "table", "ip", "kube-proxy")
@@ -295,6 +304,28 @@ func nftKernelChanges(t *testing.T, c *cluster) {
 		}
 		waitDrift(t, c, "node1", want)
 	})
+}
+
+// deleteMapElement deletes one element of a verdict map of kube-proxy's
+// table on node1, waits for the one finding it causes, and puts it back.
+func deleteMapElement(t *testing.T, c *cluster, name, elem, want string) {
+	t.Helper()
+	set, err := c.Exec("node1", "nft", "list", "map", "ip", "kube-proxy", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(regexp.QuoteMeta(elem) + ` : ((?:goto|jump) \S+)`).FindStringSubmatch(set)
+	if m == nil {
+		t.Fatalf("no element %s in:\n%s", elem, set)
+	}
+	if _, err := c.Exec("node1", "nft", "delete", "element", "ip", "kube-proxy", name, "{ "+elem+" }"); err != nil {
+		t.Fatal(err)
+	}
+	waitDrift(t, c, "node1", []string{want})
+	if _, err := c.Exec("node1", "nft", "add", "element", "ip", "kube-proxy", name, "{ "+elem+" : "+strings.TrimSuffix(m[1], ",")+" }"); err != nil {
+		t.Fatal(err)
+	}
+	waitDrift(t, c, "node1", nil)
 }
 
 func (c *cluster) predictedFrom(t *testing.T, node, src, dst string, extra ...string) (map[string]bool, []string) {

@@ -15,13 +15,19 @@ type endpoint struct {
 	zone                  string
 }
 
+// yaml writes the endpoint; one without a node or a pod (the API server's
+// own endpoint, which kube-apiserver writes) has no nodeName or targetRef.
 func (e endpoint) yaml() string {
 	ready := !e.notReady
 	s := fmt.Sprintf(`- addresses: [%q]
   conditions: {ready: %t, serving: true, terminating: %t}
-  nodeName: %s
-  targetRef: {kind: Pod, namespace: default, name: %s}
-`, e.ip, ready, e.terminating, e.node, e.pod)
+`, e.ip, ready, e.terminating)
+	if e.node != "" {
+		s += "  nodeName: " + e.node + "\n"
+	}
+	if e.pod != "" {
+		s += "  targetRef: {kind: Pod, namespace: default, name: " + e.pod + "}\n"
+	}
 	if e.zone != "" {
 		s += fmt.Sprintf("  zone: %s\n  hints: {forZones: [{name: %s}]}\n", e.zone, e.zone)
 	}
@@ -177,6 +183,44 @@ spec:
 apiVersion: v1
 kind: Service
 metadata: {name: zoned, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+---
+# The shapes every real cluster has (issue "Never a wrong answer"): an
+# endpoint on a node's own address without nodeName, as kube-apiserver
+# writes for default/kubernetes on a control-plane node ...
+apiVersion: v1
+kind: Service
+metadata: {name: kube-api, namespace: default}
+spec:
+  ports: [{name: https, port: 443, targetPort: 6443, protocol: TCP}]
+---
+# ... a hostNetwork Pod behind a NodePort ...
+apiVersion: v1
+kind: Service
+metadata: {name: hostnet, namespace: default}
+spec:
+  type: NodePort
+  selector: {app: hostnet}
+  ports: [{name: http, port: 80, targetPort: 8081, nodePort: 30083, protocol: TCP}]
+---
+# ... externalTrafficPolicy Local with no endpoint on node2, next to the
+# localhost NodePorts of iptables mode ...
+apiVersion: v1
+kind: Service
+metadata: {name: local-node1, namespace: default}
+spec:
+  type: NodePort
+  externalTrafficPolicy: Local
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30084, protocol: TCP}]
+---
+# ... and an endpoint on the address a probe for "a pod" would take first
+# (the last host of the cluster CIDR), as on a node with many Pods.
+apiVersion: v1
+kind: Service
+metadata: {name: crowded, namespace: default}
 spec:
   selector: {app: web}
   ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
