@@ -1,0 +1,69 @@
+//go:build linux
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestModeSwitch runs the matrix's Services on kube-proxy 1.33 in iptables
+// mode, then moves both nodes to the lab's kube-proxy in nftables mode, as
+// an operator switching modes would (stop, start with the other mode): a
+// healthy node gives no finding before and after. (kube-proxy 1.36 in
+// nftables mode removes what iptables mode wrote, KUBE-FIREWALL included.)
+//
+// A kube-proxy 1.36 started on a node that already has its zone label can
+// miss it: it registers its topology handler on a node informer that is
+// already running (NodeManager's), after the informer may have delivered
+// the node. It then spreads topology-hinted Services over every zone until
+// the label changes, and drift rightly reports StaleEndpoint for them. The
+// test relabels the nodes after the switch so that the check is about the
+// switch, not about that race.
+func TestModeSwitch(t *testing.T) {
+	c := startMatrix(t, "iptables", "v1.33.13")
+	nodes := []string{"node1", "node2"}
+	t.Run("iptables v1.33.13", func(t *testing.T) {
+		for _, n := range nodes {
+			waitDrift(t, c, n, nil)
+		}
+	})
+	for _, n := range nodes {
+		if err := c.StopKubeProxy(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mode, c.version = "nftables", c.ProxyVersion
+	for _, n := range nodes {
+		if err := c.startProxy(n); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitSynced(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		if fs, _ := c.drift(t, n); len(fs) > 0 {
+			t.Logf("%s right after the switch (the zone race above when only default/zoned): %q", n, fs)
+		}
+	}
+	c.setZones(t, "-relabel")
+	c.setZones(t, "")
+	for _, n := range nodes {
+		if err := c.WaitSynced(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("then nftables "+c.version, func(t *testing.T) {
+		for _, n := range nodes {
+			out, err := c.Exec(n, "iptables-save")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, "KUBE-") {
+				t.Logf("iptables left on %s after the switch:\n%s", n, out)
+			}
+			waitDrift(t, c, n, nil)
+		}
+	})
+}
