@@ -22,6 +22,15 @@ func endpointsObjectCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
 	key := serviceKey(svc.Namespace, svc.Name)
 	refs := []string{objRef("Service", svc.Namespace, svc.Name), objRef("Endpoints", obj.Namespace, obj.Name)}
 	ess := serviceSlices(c, svc)
+	if len(ess) == 0 && len(c.EndpointSlices) > 0 {
+		// Other Services have slices: kube-proxy reads those, and this
+		// one has none.
+		return []Cause{{
+			Severity: SeverityWarning, Code: CodeEndpointsOnly,
+			Message: "the Service has a v1 Endpoints object but no EndpointSlice, while other Services have slices: " + endpointsOnlyEffect(svc, obj),
+			Objects: refs,
+		}}
+	}
 	if len(ess) == 0 {
 		causes := []Cause{{
 			Severity: SeverityInfo, Code: CodeEndpointsOnly,

@@ -24,6 +24,15 @@ type endpointSources struct {
 
 func newEndpointSources(c *inspect.Cluster, family corev1.IPFamily, node string) *endpointSources {
 	s := &endpointSources{withSlices: servicesWithSlices(c.EndpointSlices), withObject: map[string]bool{}}
+	// kube-proxy 1.19 and later reads only EndpointSlices: where the
+	// objects hold any, a Service with only an Endpoints object has no
+	// endpoint for it (mirroring failed), and expecting that object's
+	// addresses would report the kernel for the API's fault. The objects
+	// stand in only for a cluster or a capture without EndpointSlices.
+	if len(c.EndpointSlices) > 0 {
+		s.fromSlices = endpointsByPort(c.EndpointSlices, family, node)
+		return s
+	}
 	for i := range c.Endpoints {
 		if k := serviceKey(c.Endpoints[i].Namespace, c.Endpoints[i].Name); !s.withSlices[k] {
 			s.withObject[k] = true

@@ -167,3 +167,35 @@ func TestFixtureEndpointsOnlySameView(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointsObjectIgnoredBesideOtherSlices: where other Services have
+// EndpointSlices, kube-proxy 1.19 and later is the reader, and a Service
+// with only an Endpoints object (mirroring failed) has no endpoint for it:
+// the model expects none, and explain warns why.
+func TestEndpointsObjectIgnoredBesideOtherSlices(t *testing.T) {
+	other := testService(nil)
+	other.Name = "other"
+	c := &inspect.Cluster{
+		Services: []corev1.Service{testService(nil), other},
+		EndpointSlices: []discoveryv1.EndpointSlice{testSlice("other-1", "other", discoveryv1.AddressTypeIPv4,
+			slicePort("http", 8080, corev1.ProtocolTCP), ep{ip: "10.0.0.9", ready: bp(true)})},
+		Endpoints: []corev1.Endpoints{testEndpoints("svc", corev1.EndpointSubset{
+			Addresses: []corev1.EndpointAddress{addr("10.0.0.1", "")},
+			Ports:     []corev1.EndpointPort{{Name: "http", Port: 8080}}})},
+	}
+	v := buildView(t, c, "node1", "IPv4")
+	p := mustPort(t, v, "ns/svc:http", "TCP")
+	if len(p.Endpoints) != 0 || p.HasAnyEndpoints {
+		t.Errorf("endpoints %v: kube-proxy reads no Endpoints object beside EndpointSlices", epStrings(p.Endpoints))
+	}
+	causes := Diagnose(c, &c.Services[0], v)
+	found := false
+	for _, cs := range causes {
+		if cs.Code == CodeEndpointsOnly && cs.Severity == SeverityWarning && strings.Contains(cs.Message, "no EndpointSlice, while other Services have slices") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("causes %+v lack the EndpointsOnly warning", causes)
+	}
+}
