@@ -1,3 +1,5 @@
+//go:build linux
+
 package conntrack
 
 import (
@@ -10,17 +12,6 @@ import (
 	ct "github.com/ti-mo/conntrack"
 	"golang.org/x/sys/unix"
 )
-
-// DumpStats counts what a Dump saw.
-type DumpStats struct {
-	// Seen is the number of entries the kernel sent (after its filter).
-	Seen int
-	// Passed is the number that matched the filter and went to fn.
-	Passed int
-	// KernelFilter says whether the kernel filtered (family, CTA_FILTER
-	// or zone); see Dump.
-	KernelFilter bool
-}
 
 // Dump streams the conntrack table of the network namespace the calling
 // thread is in (lock the OS thread and setns, or use InNetns, to read

@@ -1,3 +1,5 @@
+//go:build linux
+
 package conntrack
 
 import (
@@ -11,23 +13,6 @@ import (
 	"github.com/ti-mo/netfilter"
 	"golang.org/x/sys/unix"
 )
-
-// Filter selects entries; empty fields select everything. Within a list
-// any value matches; the fields combine with AND.
-type Filter struct {
-	// Family is IPv4, IPv6 or "" for both.
-	Family string
-	// Protocol is a name (tcp, udp, sctp, icmp, ...) or a number.
-	Protocol string
-	// OrigDst: the original destination address (a ClusterIP, say).
-	OrigDst []netip.Addr
-	// OrigDstPorts: the original destination port.
-	OrigDstPorts []uint16
-	// ReplySrc: the reply source address (the DNAT target, a pod IP).
-	ReplySrc []netip.Addr
-	// Zone, if set, selects that conntrack zone.
-	Zone *uint16
-}
 
 // matcher is a checked Filter.
 type matcher struct {
