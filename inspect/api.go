@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,8 +18,8 @@ import (
 // CollectAPI lists the objects kube-proxy acts on. namespace "" means all
 // namespaces; Nodes are always listed cluster-wide. A forbidden list
 // degrades to a note instead of failing, except for Services.
-func CollectAPI(ctx context.Context, cs kubernetes.Interface, namespace string) (*Cluster, []string, error) {
-	c := &Cluster{}
+func CollectAPI(ctx context.Context, cs kubernetes.Interface, namespace string) (*snapshot.Cluster, []string, error) {
+	c := &snapshot.Cluster{}
 	var notes []string
 	forbidden := func(what string, err error) bool {
 		if apierrors.IsForbidden(err) {
@@ -75,7 +76,7 @@ func CollectAPI(ctx context.Context, cs kubernetes.Interface, namespace string) 
 // which would be printed on each run: the list is made without warning
 // handling where the client allows it. A forbidden list becomes a note
 // (through forbidden), and so does a server that no longer serves them.
-func listEndpoints(ctx context.Context, cs kubernetes.Interface, namespace string, c *Cluster, forbidden func(string, error) bool) (string, error) {
+func listEndpoints(ctx context.Context, cs kubernetes.Interface, namespace string, c *snapshot.Cluster, forbidden func(string, error) bool) (string, error) {
 	var list corev1.EndpointsList
 	var err error
 	if rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
@@ -103,37 +104,37 @@ func listEndpoints(ctx context.Context, cs kubernetes.Interface, namespace strin
 // ProxyConfigFromAPI reads kube-proxy's settings from the kube-proxy
 // ConfigMap in kube-system (as kubeadm writes it), if it exists and may be
 // read.
-func ProxyConfigFromAPI(ctx context.Context, cs kubernetes.Interface) (ProxyConfig, string, error) {
+func ProxyConfigFromAPI(ctx context.Context, cs kubernetes.Interface) (snapshot.ProxyConfig, string, error) {
 	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return ProxyConfig{}, "no kube-proxy ConfigMap in kube-system: kube-proxy settings are inferred from the rules", nil
+		return snapshot.ProxyConfig{}, "no kube-proxy ConfigMap in kube-system: kube-proxy settings are inferred from the rules", nil
 	}
 	if apierrors.IsForbidden(err) {
-		return ProxyConfig{}, "cannot read the kube-proxy ConfigMap (forbidden): kube-proxy settings are inferred from the rules", nil
+		return snapshot.ProxyConfig{}, "cannot read the kube-proxy ConfigMap (forbidden): kube-proxy settings are inferred from the rules", nil
 	}
 	if err != nil {
-		return ProxyConfig{}, "", fmt.Errorf("reading configmap kube-system/kube-proxy: %w", err)
+		return snapshot.ProxyConfig{}, "", fmt.Errorf("reading configmap kube-system/kube-proxy: %w", err)
 	}
 	return proxyConfigFromConfigMap(cm)
 }
 
-func proxyConfigFromConfigMap(cm *corev1.ConfigMap) (ProxyConfig, string, error) {
+func proxyConfigFromConfigMap(cm *corev1.ConfigMap) (snapshot.ProxyConfig, string, error) {
 	for _, key := range []string{"config.conf", "config.yaml", "kube-proxy.conf"} {
 		if data, ok := cm.Data[key]; ok {
 			pc, err := ParseKubeProxyConfiguration([]byte(data))
 			if err != nil {
-				return ProxyConfig{}, "", fmt.Errorf("configmap kube-system/kube-proxy key %s: %w", key, err)
+				return snapshot.ProxyConfig{}, "", fmt.Errorf("configmap kube-system/kube-proxy key %s: %w", key, err)
 			}
 			pc.Source = "configmap"
 			return pc, "", nil
 		}
 	}
-	return ProxyConfig{}, "the kube-proxy ConfigMap has no config.conf: kube-proxy settings are inferred from the rules", nil
+	return snapshot.ProxyConfig{}, "the kube-proxy ConfigMap has no config.conf: kube-proxy settings are inferred from the rules", nil
 }
 
 // ParseKubeProxyConfiguration reads the fields svctrace needs from a
 // KubeProxyConfiguration document (v1alpha1; also the JSON of /configz).
-func ParseKubeProxyConfiguration(data []byte) (ProxyConfig, error) {
+func ParseKubeProxyConfiguration(data []byte) (snapshot.ProxyConfig, error) {
 	var doc struct {
 		Mode            string `json:"mode"`
 		ClusterCIDR     string `json:"clusterCIDR"`
@@ -159,9 +160,9 @@ func ParseKubeProxyConfiguration(data []byte) (ProxyConfig, error) {
 		}
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return ProxyConfig{}, fmt.Errorf("not a KubeProxyConfiguration: %v", err)
+		return snapshot.ProxyConfig{}, fmt.Errorf("not a KubeProxyConfiguration: %v", err)
 	}
-	pc := ProxyConfig{
+	pc := snapshot.ProxyConfig{
 		Mode: doc.Mode, DetectLocalMode: doc.DetectLocalMode,
 		BridgeInterface: doc.DetectLocal.BridgeInterface, InterfaceNamePrefix: doc.DetectLocal.InterfaceNamePrefix,
 		NodePortAddresses: doc.NodePortAddresses, MasqueradeAll: doc.IPTables.MasqueradeAll,
@@ -188,7 +189,7 @@ func nsName(ns string) string {
 // ServiceAddrs are the addresses Services answer on (ClusterIPs, external
 // IPs, load-balancer IPs) and the nodes' own (NodePorts): the original
 // destinations of the conntrack entries svctrace reads.
-func ServiceAddrs(c *Cluster) []netip.Addr {
+func ServiceAddrs(c *snapshot.Cluster) []netip.Addr {
 	if c == nil {
 		return nil
 	}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // DefaultKubeProxyMetricsAddress is kube-proxy's default metrics server,
@@ -19,16 +21,16 @@ var buildInfoRE = regexp.MustCompile(`^kubernetes_build_info\{.*git_version="([^
 
 // ProxyConfigFromConfigz asks the kube-proxy on this node for its running
 // configuration (/configz) and version (kubernetes_build_info in /metrics).
-func ProxyConfigFromConfigz(ctx context.Context, addr string) (ProxyConfig, error) {
+func ProxyConfigFromConfigz(ctx context.Context, addr string) (snapshot.ProxyConfig, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	body, err := get(ctx, "http://"+addr+"/configz")
 	if err != nil {
-		return ProxyConfig{}, fmt.Errorf("reading kube-proxy /configz at %s: %w", addr, err)
+		return snapshot.ProxyConfig{}, fmt.Errorf("reading kube-proxy /configz at %s: %w", addr, err)
 	}
 	pc, err := ParseKubeProxyConfiguration(body)
 	if err != nil {
-		return ProxyConfig{}, fmt.Errorf("kube-proxy /configz at %s: %w", addr, err)
+		return snapshot.ProxyConfig{}, fmt.Errorf("kube-proxy /configz at %s: %w", addr, err)
 	}
 	pc.Source = "configz"
 	if metrics, err := get(ctx, "http://"+addr+"/metrics"); err == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svctrace/svctrace/plugins/conntrack"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // saveCommands are the dump commands per family and backend. The plain
@@ -19,10 +20,10 @@ import (
 var saveCommands = []struct {
 	collector, family, backend, bin string
 }{
-	{CollectorIPTablesSave, "IPv4", "nf_tables", "iptables-nft-save"},
-	{CollectorIPTablesSave, "IPv4", "legacy", "iptables-legacy-save"},
-	{CollectorIP6TablesSave, "IPv6", "nf_tables", "ip6tables-nft-save"},
-	{CollectorIP6TablesSave, "IPv6", "legacy", "ip6tables-legacy-save"},
+	{snapshot.CollectorIPTablesSave, "IPv4", "nf_tables", "iptables-nft-save"},
+	{snapshot.CollectorIPTablesSave, "IPv4", "legacy", "iptables-legacy-save"},
+	{snapshot.CollectorIP6TablesSave, "IPv6", "nf_tables", "ip6tables-nft-save"},
+	{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "ip6tables-legacy-save"},
 }
 
 // LocalOptions tune CollectLocal.
@@ -44,8 +45,8 @@ const DefaultConntrackLimit = 100000
 // ruleset as JSON, the conntrack entries to Services (bounded), and the
 // local addresses. Tools that are not installed are noted, not fatal; a
 // dump command that fails is an error.
-func CollectLocal(ctx context.Context, node string, opts LocalOptions) (NodeState, []string, error) {
-	ns := NodeState{Name: node, CapturedAt: time.Now().UTC()}
+func CollectLocal(ctx context.Context, node string, opts LocalOptions) (snapshot.NodeState, []string, error) {
+	ns := snapshot.NodeState{Name: node, CapturedAt: time.Now().UTC()}
 	var notes []string
 	found := 0
 	for _, c := range saveCommands {
@@ -65,7 +66,7 @@ func CollectLocal(ctx context.Context, node string, opts LocalOptions) (NodeStat
 			}
 			return ns, notes, fmt.Errorf("running %s: %v: %s", c.bin, err, strings.TrimSpace(errb.String()))
 		}
-		ns.Dumps = append(ns.Dumps, Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: c.bin, Text: out.String()})
+		ns.Dumps = append(ns.Dumps, snapshot.Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: c.bin, Text: out.String()})
 	}
 	if path, err := exec.LookPath("nft"); err != nil {
 		notes = append(notes, "nft not installed: the nftables ruleset was not read")
@@ -77,7 +78,7 @@ func CollectLocal(ctx context.Context, node string, opts LocalOptions) (NodeStat
 		if err := cmd.Run(); err != nil {
 			return ns, notes, fmt.Errorf("running nft -j list ruleset: %v: %s", err, strings.TrimSpace(errb.String()))
 		}
-		ns.Dumps = append(ns.Dumps, Dump{Collector: CollectorNFTJSON, Origin: "nft -j list ruleset", Text: out.String()})
+		ns.Dumps = append(ns.Dumps, snapshot.Dump{Collector: snapshot.CollectorNFTJSON, Origin: "nft -j list ruleset", Text: out.String()})
 	}
 	if found == 0 {
 		return ns, notes, fmt.Errorf("neither iptables-save nor nft found (install iptables and nftables)")
@@ -112,7 +113,7 @@ func CollectLocal(ctx context.Context, node string, opts LocalOptions) (NodeStat
 
 // collectConntrack streams the conntrack table into its text form, keeping
 // at most the limit and saying so when more were there.
-func collectConntrack(ctx context.Context, opts LocalOptions) (Dump, string, error) {
+func collectConntrack(ctx context.Context, opts LocalOptions) (snapshot.Dump, string, error) {
 	limit := opts.ConntrackLimit
 	if limit <= 0 {
 		limit = DefaultConntrackLimit
@@ -128,9 +129,9 @@ func collectConntrack(ctx context.Context, opts LocalOptions) (Dump, string, err
 		return nil
 	})
 	if err != nil {
-		return Dump{}, "", fmt.Errorf("reading the conntrack table: %w", err)
+		return snapshot.Dump{}, "", fmt.Errorf("reading the conntrack table: %w", err)
 	}
-	d := Dump{Collector: CollectorConntrack, Origin: "conntrack (netlink)", Text: b.String()}
+	d := snapshot.Dump{Collector: snapshot.CollectorConntrack, Origin: "conntrack (netlink)", Text: b.String()}
 	note := ""
 	if stats.Passed > kept {
 		note = fmt.Sprintf("conntrack: %d entries to Services, the first %d kept (the snapshot's bound)", stats.Passed, kept)

@@ -3,12 +3,11 @@ package model
 import (
 	"testing"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // ep describes a slice endpoint for the tests; nil conditions stay nil.
@@ -208,7 +207,7 @@ func TestCategorization(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &inspect.Cluster{
+			c := &snapshot.Cluster{
 				Nodes:          []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node1", Labels: map[string]string{corev1.LabelTopologyZone: tt.zone}}}},
 				Services:       []corev1.Service{testService(tt.svc)},
 				EndpointSlices: tt.slices,
@@ -238,7 +237,7 @@ func TestDualStackIPv6View(t *testing.T) {
 		s.Spec.ExternalIPs = []string{"198.51.100.1", "2001:db8::1"}
 		s.Spec.LoadBalancerSourceRanges = []string{" 2001:db8::/32 ", "10.0.0.0/8"}
 	})
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Nodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
 			{Type: corev1.NodeExternalIP, Address: "2001:db8::99"},
 			{Type: corev1.NodeInternalIP, Address: "192.0.2.1"},

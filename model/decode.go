@@ -9,11 +9,10 @@ import (
 	"math"
 	"strings"
 
+	"github.com/svctrace/svctrace/snapshot"
 	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // objectHeader is what is read of a document before decoding it typed.
@@ -41,7 +40,7 @@ func wantAPIVersion(kind string) (version string, known bool) {
 
 // decoder accumulates the objects of one DecodeObjects call.
 type decoder struct {
-	c       inspect.Cluster
+	c       snapshot.Cluster
 	ignored map[string]int
 	order   []string
 }
@@ -53,7 +52,7 @@ type decoder struct {
 // is set when a Pod or a PodList was present, EndpointsListed likewise for
 // Endpoints. Errors name the document (1-based) and, for lists, the item
 // (0-based), with the object's kind.
-func DecodeObjects(data []byte) (*inspect.Cluster, []string, error) {
+func DecodeObjects(data []byte) (*snapshot.Cluster, []string, error) {
 	d := &decoder{ignored: map[string]int{}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for doc := 1; ; doc++ {

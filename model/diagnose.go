@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // Cause severities.
@@ -55,12 +54,12 @@ type Cause struct {
 // against the node view v (which may be nil: node checks are then
 // skipped). Causes come errors first, then warnings, then infos, each in a
 // fixed check order.
-func Diagnose(c *inspect.Cluster, svc *corev1.Service, v *NodeView) []Cause {
+func Diagnose(c *snapshot.Cluster, svc *corev1.Service, v *NodeView) []Cause {
 	if svc == nil {
 		return nil
 	}
 	if c == nil {
-		c = &inspect.Cluster{}
+		c = &snapshot.Cluster{}
 	}
 	key := svc.Namespace + "/" + svc.Name
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
@@ -117,7 +116,7 @@ func objRef(kind, namespace, name string) string {
 }
 
 // serviceSlices are the EndpointSlices tied to svc, sorted by name.
-func serviceSlices(c *inspect.Cluster, svc *corev1.Service) []*discoveryv1.EndpointSlice {
+func serviceSlices(c *snapshot.Cluster, svc *corev1.Service) []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
 	for i := range c.EndpointSlices {
 		es := &c.EndpointSlices[i]
@@ -132,7 +131,7 @@ func serviceSlices(c *inspect.Cluster, svc *corev1.Service) []*discoveryv1.Endpo
 // endpointCauses: NoSelector, NoEndpoints, NoReadyEndpoints. The
 // endpoints are the EndpointSlices', or the v1 Endpoints object's when the
 // Service has no slice.
-func endpointCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
+func endpointCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 	var causes []Cause
 	key := svc.Namespace + "/" + svc.Name
 	ess := serviceSlices(c, svc)

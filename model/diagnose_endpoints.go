@@ -5,16 +5,15 @@ package model
 import (
 	"fmt"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // endpointsObjectCauses: EndpointsOnly, EndpointsMismatch and
 // EndpointsTruncated, from the Service's v1 Endpoints object next to its
 // EndpointSlices.
-func endpointsObjectCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
+func endpointsObjectCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 	obj := findEndpoints(c.Endpoints, svc.Namespace, svc.Name)
 	if obj == nil {
 		return nil

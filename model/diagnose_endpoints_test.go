@@ -7,14 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 func TestEndpointsSelectorServiceDisagreementWording(t *testing.T) {
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{testService(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web"} })},
 		EndpointSlices: []discoveryv1.EndpointSlice{testSlice("svc-1", "svc", discoveryv1.AddressTypeIPv4,
 			slicePort("http", 8080, corev1.ProtocolTCP), ep{ip: "10.0.0.1", ready: bp(true)})},
@@ -34,7 +33,7 @@ func TestEndpointsOnlyCauses(t *testing.T) {
 		Addresses:         []corev1.EndpointAddress{addr("10.0.0.1", "node1")},
 		NotReadyAddresses: []corev1.EndpointAddress{addr("10.0.0.2", "node1")},
 		Ports:             []corev1.EndpointPort{{Name: "http", Port: 8080}}})
-	c := &inspect.Cluster{Services: []corev1.Service{testService(nil)}, Endpoints: []corev1.Endpoints{obj}, EndpointsListed: true}
+	c := &snapshot.Cluster{Services: []corev1.Service{testService(nil)}, Endpoints: []corev1.Endpoints{obj}, EndpointsListed: true}
 	causes := diagnose(t, c)
 	if want := []string{"info:NoSelector", "info:EndpointsOnly"}; !reflect.DeepEqual(codes(causes), want) {
 		t.Fatalf("codes = %v, want %v", codes(causes), want)

@@ -6,15 +6,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // podCauses: PodsNotListed, SelectorMatchesNoPods,
 // NamedTargetPortUnresolved, PodsOlderThanService.
-func podCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
+func podCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 	if len(svc.Spec.Selector) == 0 {
 		return nil
 	}
@@ -78,7 +77,7 @@ func podCauses(c *inspect.Cluster, svc *corev1.Service) []Cause {
 
 // selectedPods are the pods of the namespace the selector matches, sorted
 // by name, and how many pods the namespace has.
-func selectedPods(c *inspect.Cluster, svc *corev1.Service) ([]*corev1.Pod, int) {
+func selectedPods(c *snapshot.Cluster, svc *corev1.Service) ([]*corev1.Pod, int) {
 	var out []*corev1.Pod
 	n := 0
 	for i := range c.Pods {

@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // svcCreated is when test services are created.
@@ -45,7 +44,7 @@ func findCause(t *testing.T, causes []Cause, code string) Cause {
 }
 
 // diagnose builds the node1 IPv4 view and diagnoses the first service.
-func diagnose(t *testing.T, c *inspect.Cluster) []Cause {
+func diagnose(t *testing.T, c *snapshot.Cluster) []Cause {
 	t.Helper()
 	v := buildView(t, c, "node1", "IPv4")
 	return Diagnose(c, &c.Services[0], v)
@@ -64,7 +63,7 @@ func TestDiagnosePodChecksAndLocalPolicy(t *testing.T) {
 	noLinks := testPod("web-0", map[string]string{"app": "web"}, -2*time.Hour,
 		corev1.ContainerPort{Name: "http", ContainerPort: 8080})
 	noLinks.Spec.EnableServiceLinks = new(bool)
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{svc},
 		Pods: []corev1.Pod{
 			testPod("web-2", map[string]string{"app": "web", "x": "y"}, time.Hour),
@@ -98,7 +97,7 @@ func TestDiagnosePodChecksAndLocalPolicy(t *testing.T) {
 }
 
 func TestDiagnoseSelectorMatchesNoPods(t *testing.T) {
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services:   []corev1.Service{testService(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web"} })},
 		Pods:       []corev1.Pod{testPod("db-1", map[string]string{"app": "db"}, 0)},
 		PodsListed: true,
@@ -114,7 +113,7 @@ func TestDiagnoseSelectorMatchesNoPods(t *testing.T) {
 
 func TestDiagnoseNoReadyEndpointsAndFallback(t *testing.T) {
 	yes, no := true, false
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{testService(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web"} })},
 		EndpointSlices: []discoveryv1.EndpointSlice{testSlice("s", "svc", discoveryv1.AddressTypeIPv4,
 			slicePort("http", 8080, corev1.ProtocolTCP),
@@ -154,7 +153,7 @@ func TestDiagnoseKinds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &inspect.Cluster{Services: []corev1.Service{tt.svc}, PodsListed: true}
+			c := &snapshot.Cluster{Services: []corev1.Service{tt.svc}, PodsListed: true}
 			if got := codes(diagnose(t, c)); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("codes = %v, want %v", got, tt.want)
 			}

@@ -7,10 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // endpointsDiff is where a Service's EndpointSlices and its v1 Endpoints
@@ -45,7 +44,7 @@ type sliceState struct{ ready, terminating bool }
 // Service lacks either, or when its Endpoints object cannot hold that
 // family. A terminating slice endpoint missing from the Endpoints object
 // is no disagreement: the Endpoints controller leaves terminating pods out.
-func compareEndpoints(c *inspect.Cluster, svc *corev1.Service, family corev1.IPFamily) *endpointsDiff {
+func compareEndpoints(c *snapshot.Cluster, svc *corev1.Service, family corev1.IPFamily) *endpointsDiff {
 	obj := findEndpoints(c.Endpoints, svc.Namespace, svc.Name)
 	ess := serviceSlices(c, svc)
 	if obj == nil || len(ess) == 0 {

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // mirrored is a slice of a selector-less Service written by the mirroring
@@ -22,7 +21,7 @@ func mirrored(s discoveryv1.EndpointSlice) discoveryv1.EndpointSlice {
 }
 
 func TestEndpointsMirroringDisagreement(t *testing.T) {
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{testService(nil)},
 		EndpointSlices: []discoveryv1.EndpointSlice{mirrored(testSlice("svc-abcde", "svc", discoveryv1.AddressTypeIPv4,
 			slicePort("http", 8080, corev1.ProtocolTCP),
@@ -94,7 +93,7 @@ func TestEndpointsTruncatedIsNoDisagreement(t *testing.T) {
 	}
 	obj := testEndpoints("svc", corev1.EndpointSubset{Addresses: kept, Ports: []corev1.EndpointPort{{Name: "http", Port: 8080}}})
 	obj.Annotations = map[string]string{corev1.EndpointsOverCapacity: "truncated"}
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{testService(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web"} })},
 		EndpointSlices: []discoveryv1.EndpointSlice{testSlice("svc-1", "svc", discoveryv1.AddressTypeIPv4,
 			slicePort("http", 8080, corev1.ProtocolTCP), eps...)},
@@ -128,7 +127,7 @@ func TestEndpointsDualStackSelectorServiceAgrees(t *testing.T) {
 	// of a dual-stack Service hold both.
 	svc := dualStackService()
 	svc.Spec.Selector = map[string]string{"app": "web"}
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{svc},
 		EndpointSlices: []discoveryv1.EndpointSlice{
 			testSlice("svc-4", "svc", discoveryv1.AddressTypeIPv4, slicePort("http", 8080, corev1.ProtocolTCP), ep{ip: "10.0.0.1", ready: bp(true)}),
@@ -167,7 +166,7 @@ func TestEndpointsMirroringLimit(t *testing.T) {
 			eps = append(eps, ep{ip: ip, ready: bp(true)})
 		}
 	}
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{testService(nil)},
 		EndpointSlices: []discoveryv1.EndpointSlice{mirrored(testSlice("svc-abcde", "svc", discoveryv1.AddressTypeIPv4,
 			slicePort("http", 8080, corev1.ProtocolTCP), eps...))},

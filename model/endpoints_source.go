@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // endpointSources picks, per Service, where its endpoints are read: its
@@ -22,7 +21,7 @@ type endpointSources struct {
 	fromObjects map[portKey][]Endpoint
 }
 
-func newEndpointSources(c *inspect.Cluster, family corev1.IPFamily, node string) *endpointSources {
+func newEndpointSources(c *snapshot.Cluster, family corev1.IPFamily, node string) *endpointSources {
 	s := &endpointSources{withSlices: servicesWithSlices(c.EndpointSlices), withObject: map[string]bool{}}
 	// kube-proxy 1.19 and later reads only EndpointSlices: where the
 	// objects hold any, a Service with only an Endpoints object has no
@@ -87,7 +86,7 @@ func (s *endpointSources) onlyNote(v *NodeView) string {
 // endpointsNotes are the view's notes on one Service's endpoint objects:
 // where its EndpointSlices and Endpoints object disagree in the family, or
 // that the Endpoints object it was read from is truncated.
-func endpointsNotes(c *inspect.Cluster, svc *corev1.Service, family corev1.IPFamily, source string) []string {
+func endpointsNotes(c *snapshot.Cluster, svc *corev1.Service, family corev1.IPFamily, source string) []string {
 	key := serviceKey(svc.Namespace, svc.Name)
 	switch source {
 	case SourceEndpointSlice:

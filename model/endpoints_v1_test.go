@@ -7,12 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // addr is an Endpoints address for the tests.
@@ -43,7 +42,7 @@ func dualStackService() corev1.Service {
 }
 
 func TestEndpointsObjectConversion(t *testing.T) {
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{dualStackService()},
 		Endpoints: []corev1.Endpoints{testEndpoints("svc",
 			corev1.EndpointSubset{
@@ -91,7 +90,7 @@ func TestEndpointsObjectConversion(t *testing.T) {
 }
 
 func TestEndpointsObjectDuplicatePrefersReady(t *testing.T) {
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{testService(nil)},
 		Endpoints: []corev1.Endpoints{testEndpoints("svc",
 			corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr("10.0.0.1", "")},
@@ -106,7 +105,7 @@ func TestEndpointsObjectDuplicatePrefersReady(t *testing.T) {
 }
 
 func TestSlicesWinOverEndpointsObject(t *testing.T) {
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{testService(nil)},
 		EndpointSlices: []discoveryv1.EndpointSlice{testSlice("svc-v6", "svc", discoveryv1.AddressTypeIPv6,
 			slicePort("http", 8080, corev1.ProtocolTCP), ep{ip: "fd00::1", ready: bp(true)})},
@@ -175,7 +174,7 @@ func TestFixtureEndpointsOnlySameView(t *testing.T) {
 func TestEndpointsObjectIgnoredBesideOtherSlices(t *testing.T) {
 	other := testService(nil)
 	other.Name = "other"
-	c := &inspect.Cluster{
+	c := &snapshot.Cluster{
 		Services: []corev1.Service{testService(nil), other},
 		EndpointSlices: []discoveryv1.EndpointSlice{testSlice("other-1", "other", discoveryv1.AddressTypeIPv4,
 			slicePort("http", 8080, corev1.ProtocolTCP), ep{ip: "10.0.0.9", ready: bp(true)})},

@@ -5,11 +5,11 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // loadFixture decodes the two-nodes capture of kube-proxy v1.36.3.
-func loadFixture(t *testing.T) *inspect.Cluster {
+func loadFixture(t *testing.T) *snapshot.Cluster {
 	t.Helper()
 	data, err := os.ReadFile("testdata/two-nodes-objects.yaml")
 	if err != nil {
@@ -25,7 +25,7 @@ func loadFixture(t *testing.T) *inspect.Cluster {
 	return c
 }
 
-func buildView(t *testing.T, c *inspect.Cluster, node, family string) *NodeView {
+func buildView(t *testing.T, c *snapshot.Cluster, node, family string) *NodeView {
 	t.Helper()
 	v, err := BuildNodeView(c, node, family)
 	if err != nil {

@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // DefaultAffinityTimeoutSeconds is the ClientIP affinity timeout when the
@@ -19,7 +18,7 @@ const DefaultAffinityTimeoutSeconds = corev1.DefaultClientIPServiceAffinitySecon
 // BuildNodeView computes the service ports the family's proxier on node
 // programs. family is "IPv4" or "IPv6". A node missing from c.Nodes is not
 // an error: the view then has no node IPs and no zone.
-func BuildNodeView(c *inspect.Cluster, node, family string) (*NodeView, error) {
+func BuildNodeView(c *snapshot.Cluster, node, family string) (*NodeView, error) {
 	if c == nil {
 		return nil, errors.New("build node view: no cluster objects")
 	}

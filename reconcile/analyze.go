@@ -9,9 +9,9 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/suggest"
 )
 
@@ -23,7 +23,7 @@ type NodeAnalysis struct {
 	Family string
 	// Config is kube-proxy's settings as told by the snapshot, completed
 	// from the rules (Config.Inferred says what was inferred).
-	Config inspect.ProxyConfig
+	Config snapshot.ProxyConfig
 	// View is nil without API objects (a bare dump).
 	View *model.NodeView
 	// Plane is the kernel state of kube-proxy's data plane: for iptables,
@@ -47,7 +47,7 @@ type NodeAnalysis struct {
 // Analyze parses a node's dumps of one family (iptables, nftables), picks
 // the data plane kube-proxy programs there, and compares its behaviour with
 // the model.
-func Analyze(s *inspect.Snapshot, node, family string) (*NodeAnalysis, error) {
+func Analyze(s *snapshot.Snapshot, node, family string) (*NodeAnalysis, error) {
 	ns, ok := s.Node(node)
 	if !ok {
 		return nil, fmt.Errorf("node %q is not in the snapshot; %s", node, suggest.Hint(node, nodeNames(s), "nodes in the snapshot"))
@@ -199,16 +199,16 @@ func (a *NodeAnalysis) inferConfig(in dataplane.Inferred) {
 }
 
 // parseDumps parses a node's iptables dumps of one family, keyed by backend.
-func parseDumps(ns *inspect.NodeState, family string) (map[string]*iptables.Ruleset, error) {
+func parseDumps(ns *snapshot.NodeState, family string) (map[string]*iptables.Ruleset, error) {
 	out := map[string]*iptables.Ruleset{}
 	for _, d := range ns.Dumps {
-		if d.Collector != inspect.CollectorIPTablesSave && d.Collector != inspect.CollectorIP6TablesSave {
+		if d.Collector != snapshot.CollectorIPTablesSave && d.Collector != snapshot.CollectorIP6TablesSave {
 			continue
 		}
 		fam := d.Family
 		if fam == "" {
 			fam = "IPv4"
-			if d.Collector == inspect.CollectorIP6TablesSave {
+			if d.Collector == snapshot.CollectorIP6TablesSave {
 				fam = "IPv6"
 			}
 		}
@@ -268,7 +268,7 @@ func pickRuleset(m map[string]*iptables.Ruleset) *iptables.Ruleset {
 	return best
 }
 
-func nodeIPs(v *model.NodeView, ns *inspect.NodeState, family string) []netip.Addr {
+func nodeIPs(v *model.NodeView, ns *snapshot.NodeState, family string) []netip.Addr {
 	var src []string
 	if v != nil {
 		src = v.NodeIPs
@@ -318,7 +318,7 @@ func endpointAddrs(v *model.NodeView) map[netip.Addr]bool {
 	return out
 }
 
-func nodeNames(s *inspect.Snapshot) []string {
+func nodeNames(s *snapshot.Snapshot) []string {
 	var names []string
 	for _, n := range s.Nodes {
 		names = append(names, n.Name)
@@ -329,7 +329,7 @@ func nodeNames(s *inspect.Snapshot) []string {
 // checkNodeObject fails when the API objects list Nodes and none is the
 // node analysed: kube-proxy's view of a node that does not exist (a typo in
 // --node) would invent findings for every local endpoint.
-func checkNodeObject(c *inspect.Cluster, node string) error {
+func checkNodeObject(c *snapshot.Cluster, node string) error {
 	if c == nil || len(c.Nodes) == 0 {
 		return nil
 	}
@@ -345,7 +345,7 @@ func checkNodeObject(c *inspect.Cluster, node string) error {
 
 // ValidateDumps parses every dump of a snapshot, so that a damaged capture
 // is refused when it is imported, with the line of the fault.
-func ValidateDumps(s *inspect.Snapshot) error {
+func ValidateDumps(s *snapshot.Snapshot) error {
 	for i := range s.Nodes {
 		for _, fam := range []string{"IPv4", "IPv6"} {
 			if _, err := loadPlanes(&s.Nodes[i], fam); err != nil {

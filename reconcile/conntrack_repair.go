@@ -6,16 +6,16 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/plugins/conntrack"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // conntrackEntries parses the conntrack dumps of a node's snapshot.
-func conntrackEntries(ns *inspect.NodeState, family string) ([]conntrack.Entry, bool, error) {
+func conntrackEntries(ns *snapshot.NodeState, family string) ([]conntrack.Entry, bool, error) {
 	var out []conntrack.Entry
 	found := false
 	for _, d := range ns.Dumps {
-		if d.Collector != inspect.CollectorConntrack {
+		if d.Collector != snapshot.CollectorConntrack {
 			continue
 		}
 		found = true

@@ -7,9 +7,9 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/plugins/conntrack"
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 func entry(proto, client, dst, reply string) conntrack.Entry {
@@ -22,7 +22,7 @@ func entry(proto, client, dst, reply string) conntrack.Entry {
 func TestCorrelateConntrack(t *testing.T) {
 	// The API no longer lists 10.244.0.6 for default/nginx; the kernel's
 	// rules (the capture) still do, as after a failed sync.
-	a := analyze2(t, func(c *inspect.Cluster) {
+	a := analyze2(t, func(c *snapshot.Cluster) {
 		s := slice(c, "default", "nginx-abc")
 		s.Endpoints = []discoveryv1.Endpoint{s.Endpoints[0], s.Endpoints[2]}
 	})
@@ -70,7 +70,7 @@ func TestCorrelateConntrack(t *testing.T) {
 // A UDP entry to a Service that has no endpoints is kept alive by its
 // client's packets, which then get neither a backend nor a reject.
 func TestConntrackNoEndpoints(t *testing.T) {
-	a := analyze2(t, func(c *inspect.Cluster) { slice(c, "shop", "dns-1").Endpoints = nil })
+	a := analyze2(t, func(c *snapshot.Cluster) { slice(c, "shop", "dns-1").Endpoints = nil })
 	flows := a.CorrelateConntrack([]conntrack.Entry{entry("udp", "10.244.0.9:40008", "10.96.64.120:53", "10.96.64.120:53")})
 	if len(flows) != 1 || flows[0].Status != reconcile.FlowStale || !strings.Contains(flows[0].Reason, "no reject") {
 		t.Errorf("flows %+v, want one stale flow that gets no reject", flows)

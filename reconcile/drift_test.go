@@ -7,9 +7,9 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // The drift scenarios themselves are testdata/scenarios/*.txtar, run by
@@ -20,7 +20,7 @@ const fixture = "../testdata/kube-proxy-v1.36.3/two-nodes/"
 
 // analyze2 analyses node1 of the capture (iptables mode) after api, when
 // not nil, has changed its API objects.
-func analyze2(t testing.TB, api func(c *inspect.Cluster)) *reconcile.NodeAnalysis {
+func analyze2(t testing.TB, api func(c *snapshot.Cluster)) *reconcile.NodeAnalysis {
 	t.Helper()
 	data, err := os.ReadFile(fixture + "objects.yaml")
 	if err != nil {
@@ -37,9 +37,9 @@ func analyze2(t testing.TB, api func(c *inspect.Cluster)) *reconcile.NodeAnalysi
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &inspect.Snapshot{APIVersion: inspect.APIVersion, Kind: inspect.Kind, Cluster: c,
-		Metadata: inspect.Metadata{CreationTimestamp: time.Now()},
-		Nodes:    []inspect.NodeState{{Name: "node1", Dumps: []inspect.Dump{{Collector: inspect.CollectorIPTablesSave, Family: "IPv4", Text: string(dump)}}}}}
+	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind, Cluster: c,
+		Metadata: snapshot.Metadata{CreationTimestamp: time.Now()},
+		Nodes:    []snapshot.NodeState{{Name: "node1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPTablesSave, Family: "IPv4", Text: string(dump)}}}}}
 	a, err := reconcile.Analyze(s, "node1", "IPv4")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func analyze2(t testing.TB, api func(c *inspect.Cluster)) *reconcile.NodeAnalysi
 
 // slice returns the named EndpointSlice of c. The capture is fixed, so a
 // name it lacks is a mistake in the test itself.
-func slice(c *inspect.Cluster, ns, name string) *discoveryv1.EndpointSlice {
+func slice(c *snapshot.Cluster, ns, name string) *discoveryv1.EndpointSlice {
 	for i := range c.EndpointSlices {
 		if c.EndpointSlices[i].Namespace == ns && c.EndpointSlices[i].Name == name {
 			return &c.EndpointSlices[i]

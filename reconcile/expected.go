@@ -6,14 +6,14 @@ import (
 	"slices"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // ExpectedInput is what Expected renders from.
 type ExpectedInput struct {
 	View   *model.NodeView
-	Config inspect.ProxyConfig
+	Config snapshot.ProxyConfig
 	// LocalAddrs are the addresses of the node's own interfaces, when
 	// known (read live): nodePortAddresses resolve against them.
 	LocalAddrs []string

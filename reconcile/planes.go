@@ -6,9 +6,9 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/plugins/nftables"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // planes are the data planes a node's dumps hold for one IP family.
@@ -21,7 +21,7 @@ type planes struct {
 	family string
 }
 
-func loadPlanes(ns *inspect.NodeState, family string) (*planes, error) {
+func loadPlanes(ns *snapshot.NodeState, family string) (*planes, error) {
 	byBackend, err := parseDumps(ns, family)
 	if err != nil {
 		return nil, err
@@ -31,7 +31,7 @@ func loadPlanes(ns *inspect.NodeState, family string) (*planes, error) {
 		p.ipt = &iptables.Plane{Rules: rs}
 	}
 	for _, d := range ns.Dumps {
-		if d.Collector != inspect.CollectorNFTJSON {
+		if d.Collector != snapshot.CollectorNFTJSON {
 			continue
 		}
 		origin := d.Origin
@@ -122,7 +122,7 @@ func (e *nodeDumpError) Unwrap() error { return e.err }
 // dumpError names the node and the dump an error is in, with the line and
 // column a parser gives: "node node1: iptables-save dump line 12 col 5: ..."
 // (or FILE:12:5 for a dump imported from a file).
-func dumpError(node string, d *inspect.Dump, err error) error {
+func dumpError(node string, d *snapshot.Dump, err error) error {
 	var pe *iptables.ParseError
 	if errors.As(err, &pe) {
 		where := fmt.Sprintf("line %d col %d", pe.Line, pe.Column)

@@ -7,10 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // ServiceRef names a Service, optionally one port of it.
@@ -43,7 +43,7 @@ func ParseServiceRef(s, defaultNS string) (ServiceRef, error) {
 }
 
 // Explain builds the report for one Service on the analysed node.
-func Explain(a *reconcile.NodeAnalysis, c *inspect.Cluster, ref ServiceRef) (*ExplainReport, error) {
+func Explain(a *reconcile.NodeAnalysis, c *snapshot.Cluster, ref ServiceRef) (*ExplainReport, error) {
 	r := &ExplainReport{TypeMeta: NewTypeMeta("ExplainReport"), Service: ref.String(), Node: a.Node, Mode: a.Config.Mode}
 	var svc *corev1.Service
 	if c != nil {
@@ -159,7 +159,7 @@ func chainHashes(ref ServiceRef, a *reconcile.NodeAnalysis) map[string]bool {
 }
 
 // podsOf maps endpoints to the Pods behind them.
-func podsOf(c *inspect.Cluster, v *model.NodeView) map[string]string {
+func podsOf(c *snapshot.Cluster, v *model.NodeView) map[string]string {
 	out := map[string]string{}
 	if v == nil {
 		return out
@@ -221,7 +221,7 @@ func flowCounts(a *reconcile.NodeAnalysis, ref ServiceRef) []FlowCount {
 // …", such as an Endpoints object disagreeing with its EndpointSlices):
 // explain shows its own Service's as causes, and the others' are not its
 // business.
-func notesNotAbout(notes []string, c *inspect.Cluster) []string {
+func notesNotAbout(notes []string, c *snapshot.Cluster) []string {
 	if c == nil {
 		return notes
 	}

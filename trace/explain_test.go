@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/trace"
 )
 
-func bareSnapshot(t *testing.T, text, table string) *inspect.Snapshot {
+func bareSnapshot(t *testing.T, text, table string) *snapshot.Snapshot {
 	t.Helper()
-	return &inspect.Snapshot{APIVersion: inspect.APIVersion, Kind: inspect.Kind,
-		Nodes: []inspect.NodeState{{Name: "n1", Dumps: []inspect.Dump{{Collector: inspect.CollectorIPTablesSave, Family: "IPv4", Table: table, Text: text}}}}}
+	return &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
+		Nodes: []snapshot.NodeState{{Name: "n1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPTablesSave, Family: "IPv4", Table: table, Text: text}}}}}
 }
 
 func explainBare(t *testing.T, text, ref string) *trace.ExplainReport {

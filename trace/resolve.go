@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/suggest"
 )
 
@@ -19,7 +19,7 @@ import (
 // Services, a Service or a port that does not exist is an error that names
 // the close matches. Without API objects (a bare dump) the reference is
 // returned as it is, to be matched against the rules.
-func (r ServiceRef) Resolve(c *inspect.Cluster) (ServiceRef, error) {
+func (r ServiceRef) Resolve(c *snapshot.Cluster) (ServiceRef, error) {
 	if c == nil {
 		return r, nil
 	}
@@ -82,7 +82,7 @@ func (r ServiceRef) Resolve(c *inspect.Cluster) (ServiceRef, error) {
 
 // CheckNamespace fails, with the close matches, when no Service of the API
 // objects is in namespace ns.
-func CheckNamespace(c *inspect.Cluster, ns string) error {
+func CheckNamespace(c *snapshot.Cluster, ns string) error {
 	if c == nil {
 		return nil
 	}

@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/plugins/nftables"
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // PacketSpec is a packet as the user gives it.
@@ -54,7 +54,7 @@ func ParsePacket(p PacketSpec) (dataplane.Packet, error) {
 }
 
 // Trace walks one packet through the analysed node's rules.
-func Trace(a *reconcile.NodeAnalysis, c *inspect.Cluster, spec PacketSpec) (*TraceReport, error) {
+func Trace(a *reconcile.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*TraceReport, error) {
 	pkt, err := ParsePacket(spec)
 	if err != nil {
 		return nil, err

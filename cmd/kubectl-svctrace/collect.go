@@ -9,6 +9,7 @@ import (
 
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 type collectOptions struct {
@@ -100,9 +101,9 @@ func (o *collectOptions) validate() error {
 }
 
 func (o *collectOptions) run(cmd *cobra.Command) error {
-	var s *inspect.Snapshot
+	var s *snapshot.Snapshot
 	if o.importing() {
-		var c *inspect.Cluster
+		var c *snapshot.Cluster
 		var notes []string
 		if o.objectsFile != "" {
 			var err error
@@ -110,7 +111,7 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 				return err
 			}
 		}
-		pc := inspect.ProxyConfig{Mode: o.mode, ClusterCIDRs: o.clusterCIDR}
+		pc := snapshot.ProxyConfig{Mode: o.mode, ClusterCIDRs: o.clusterCIDR}
 		if o.mode != "" || len(o.clusterCIDR) > 0 {
 			pc.Source = "flags"
 		}
@@ -133,21 +134,21 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	if o.appendNode {
-		prev, err := inspect.Load(o.outFile)
+		prev, err := snapshot.Load(o.outFile)
 		if err != nil {
 			return fmt.Errorf("--append: %w", err)
 		}
-		s = inspect.Merge(prev, s)
+		s = snapshot.Merge(prev, s)
 	}
 	if o.outFile == "-" {
-		data, err := inspect.Encode(s, "")
+		data, err := snapshot.Encode(s, "")
 		if err != nil {
 			return err
 		}
 		_, err = o.Out.Write(data)
 		return err
 	}
-	if err := inspect.Save(s, o.outFile); err != nil {
+	if err := snapshot.Save(s, o.outFile); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.ErrOut, "wrote snapshot of node %s to %s\n", o.node, o.outFile)

@@ -16,6 +16,7 @@ import (
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // commonOptions are the flags every node-reading command shares.
@@ -90,11 +91,11 @@ func (o *commonOptions) validate() error {
 
 // snapshot returns the snapshot to work on: from the file, or live (API
 // objects from the kubeconfig, kernel state of this network namespace).
-func (o *commonOptions) snapshot(ctx context.Context) (*inspect.Snapshot, error) {
-	var s *inspect.Snapshot
+func (o *commonOptions) snapshot(ctx context.Context) (*snapshot.Snapshot, error) {
+	var s *snapshot.Snapshot
 	if o.snapshotFile != "" {
 		var err error
-		if s, err = inspect.Load(o.snapshotFile); err != nil {
+		if s, err = snapshot.Load(o.snapshotFile); err != nil {
 			return nil, err
 		}
 	} else {
@@ -114,7 +115,7 @@ func (o *commonOptions) snapshot(ctx context.Context) (*inspect.Snapshot, error)
 
 // analyzeNode loads the snapshot and analyses the node the command is
 // about.
-func (o *commonOptions) analyzeNode(ctx context.Context) (*inspect.Snapshot, *reconcile.NodeAnalysis, error) {
+func (o *commonOptions) analyzeNode(ctx context.Context) (*snapshot.Snapshot, *reconcile.NodeAnalysis, error) {
 	s, err := o.snapshot(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -131,7 +132,7 @@ func (o *commonOptions) analyzeNode(ctx context.Context) (*inspect.Snapshot, *re
 
 // analyze analyses one node of the snapshot; an error (a damaged dump)
 // names the snapshot file it came from.
-func (o *commonOptions) analyze(s *inspect.Snapshot, node string) (*reconcile.NodeAnalysis, error) {
+func (o *commonOptions) analyze(s *snapshot.Snapshot, node string) (*reconcile.NodeAnalysis, error) {
 	a, err := reconcile.Analyze(s, node, o.family)
 	if err != nil && o.snapshotFile != "" {
 		return nil, fmt.Errorf("snapshot %s: %w", o.snapshotFile, err)
@@ -140,7 +141,7 @@ func (o *commonOptions) analyze(s *inspect.Snapshot, node string) (*reconcile.No
 }
 
 // pickNode defaults --node to the snapshot's only node.
-func (o *commonOptions) pickNode(s *inspect.Snapshot) error {
+func (o *commonOptions) pickNode(s *snapshot.Snapshot) error {
 	if o.node != "" {
 		return nil
 	}
@@ -155,9 +156,9 @@ func (o *commonOptions) pickNode(s *inspect.Snapshot) error {
 	return nil
 }
 
-func (o *commonOptions) liveSnapshot(ctx context.Context) (*inspect.Snapshot, error) {
-	s := &inspect.Snapshot{APIVersion: inspect.APIVersion, Kind: inspect.Kind,
-		Metadata: inspect.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + version}}
+func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, error) {
+	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
+		Metadata: snapshot.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + version}}
 	pc, pcErr := inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
 	if o.objectsFile != "" {
 		c, notes, err := decodeObjectsFile(o.objectsFile)
@@ -207,7 +208,7 @@ func (o *commonOptions) clientset() (kubernetes.Interface, error) {
 	return newClientset(o.configFlags)
 }
 
-func decodeObjectsFile(path string) (*inspect.Cluster, []string, error) {
+func decodeObjectsFile(path string) (*snapshot.Cluster, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading objects: %w", err)

@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // Where completions come from: the snapshot or objects file on the
@@ -24,7 +23,7 @@ const completionTimeout = 5 * time.Second
 // offlineObjects are the API objects and node names of the snapshot or
 // objects file named on a command line.
 type offlineObjects struct {
-	cluster inspect.Cluster
+	cluster snapshot.Cluster
 	nodes   []string
 }
 
@@ -33,7 +32,7 @@ type offlineObjects struct {
 func fileObjects(cmd *cobra.Command) (*offlineObjects, error) {
 	o := &offlineObjects{}
 	if path := flagValue(cmd, "snapshot"); path != "" {
-		s, err := inspect.Load(path)
+		s, err := snapshot.Load(path)
 		if err != nil {
 			return nil, err
 		}

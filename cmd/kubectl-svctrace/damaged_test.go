@@ -182,7 +182,7 @@ func TestDamagedDumpInSnapshot(t *testing.T) {
 						t.Errorf("%s: error lacks %q: %s", args[0], w, stderr)
 					}
 				}
-				for _, gone := range []string{"Go struct", "inspect.Dump"} {
+				for _, gone := range []string{"Go struct", "snapshot.Dump"} {
 					if strings.Contains(stderr, gone) {
 						t.Errorf("%s: error shows %q: %s", args[0], gone, stderr)
 					}

@@ -9,8 +9,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/trace"
 )
 
@@ -149,7 +149,7 @@ func (o *commonOptions) source() string {
 // resolveScope checks the Service or namespace the command is scoped to
 // against the API objects: a typo is an error with the close matches,
 // never "no drift".
-func (o *driftOptions) resolveScope(s *inspect.Snapshot) error {
+func (o *driftOptions) resolveScope(s *snapshot.Snapshot) error {
 	if o.ref != nil {
 		ref, err := o.ref.Resolve(s.Cluster)
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // capture is one line of the capture section: a named starting point.
@@ -55,9 +55,9 @@ func (sc *scenario) parseCaptures() error {
 
 // load reads the capture into a snapshot: a capture directory's files
 // through collect, as a user imports them, or a snapshot file as it is.
-func (sc *scenario) load(t *testing.T, c capture) (*inspect.Snapshot, error) {
+func (sc *scenario) load(t *testing.T, c capture) (*snapshot.Snapshot, error) {
 	if c.snapshot != "" {
-		s, err := inspect.Load(filepath.Join(repoRoot, c.snapshot))
+		s, err := snapshot.Load(filepath.Join(repoRoot, c.snapshot))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.pos, err)
 		}
@@ -74,7 +74,7 @@ func (sc *scenario) load(t *testing.T, c capture) (*inspect.Snapshot, error) {
 	if code != 0 {
 		return nil, fmt.Errorf("%s: collect: exit %d: %s", c.pos, code, stderr)
 	}
-	s, err := inspect.Load(snap)
+	s, err := snapshot.Load(snap)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.pos, err)
 	}
@@ -82,7 +82,7 @@ func (sc *scenario) load(t *testing.T, c capture) (*inspect.Snapshot, error) {
 }
 
 // editRules applies the rules.edit section to the capture's dump.
-func (sc *scenario) editRules(s *inspect.Snapshot, c capture, section, data string) error {
+func (sc *scenario) editRules(s *snapshot.Snapshot, c capture, section, data string) error {
 	edits, err := parseRuleEdits(sc.file, sc.line[section], data)
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (sc *scenario) editRules(s *inspect.Snapshot, c capture, section, data stri
 		return err
 	}
 	var text string
-	if d.Collector == inspect.CollectorNFTJSON {
+	if d.Collector == snapshot.CollectorNFTJSON {
 		text, err = editNFT(d.Text, edits)
 	} else {
 		text, err = editIPTables(d.Text, edits)
@@ -117,12 +117,12 @@ func (c capture) nodeName() string {
 }
 
 // dumpOf finds the dump the capture's rule edits apply to.
-func (c capture) dumpOf(s *inspect.Snapshot) (*inspect.Dump, error) {
+func (c capture) dumpOf(s *snapshot.Snapshot) (*snapshot.Dump, error) {
 	node, want := c.nodeName(), c.dump
 	if c.dumpFile != "" {
-		want = inspect.CollectorIPTablesSave
+		want = snapshot.CollectorIPTablesSave
 		if strings.HasSuffix(c.dumpFile, ".nft.json") {
-			want = inspect.CollectorNFTJSON
+			want = snapshot.CollectorNFTJSON
 		}
 	}
 	collector, backend, _ := strings.Cut(want, "@")
@@ -130,7 +130,7 @@ func (c capture) dumpOf(s *inspect.Snapshot) (*inspect.Dump, error) {
 		if s.Nodes[i].Name != node {
 			continue
 		}
-		var hits []*inspect.Dump
+		var hits []*snapshot.Dump
 		for j := range s.Nodes[i].Dumps {
 			d := &s.Nodes[i].Dumps[j]
 			if d.Collector == collector && (backend == "" || d.Backend == backend) {

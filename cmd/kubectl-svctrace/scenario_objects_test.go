@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/svctrace/svctrace/snapshot"
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
-// objectKind says where objects of a kind live in inspect.Cluster (its
+// objectKind says where objects of a kind live in snapshot.Cluster (its
 // JSON field) and gives an empty typed object to check them against.
 func objectKind(kind string) (field string, typed func() any, namespaced bool, ok bool) {
 	switch kind {
@@ -26,7 +25,7 @@ func objectKind(kind string) (field string, typed func() any, namespaced bool, o
 	case "Node":
 		return "nodes", func() any { return &corev1.Node{} }, false, true
 	case "Endpoints":
-		//lint:ignore SA1019 v1 Endpoints are part of the captures, as in inspect.Cluster
+		//lint:ignore SA1019 v1 Endpoints are part of the captures, as in snapshot.Cluster
 		return "endpoints", func() any { return &corev1.Endpoints{} }, true, true
 	}
 	return "", nil, false, false
@@ -41,7 +40,7 @@ type objectsEdit struct {
 
 // editObjects applies the objects.patch section data (first line at line
 // first of file) to c and returns the edited cluster.
-func editObjects(c *inspect.Cluster, file string, first int, data string) (*inspect.Cluster, error) {
+func editObjects(c *snapshot.Cluster, file string, first int, data string) (*snapshot.Cluster, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%s:%d: objects.patch: the capture has no API objects", file, first)
 	}
@@ -87,7 +86,7 @@ func editObjects(c *inspect.Cluster, file string, first int, data string) (*insp
 	if err != nil {
 		return nil, err
 	}
-	var edited inspect.Cluster
+	var edited snapshot.Cluster
 	if err := strictJSON(out, &edited); err != nil {
 		return nil, fmt.Errorf("%s:%d: objects.patch: %w", file, first, err)
 	}

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/svctrace/snapshot"
 	"golang.org/x/tools/txtar"
-
-	"github.com/svctrace/svctrace/inspect"
 )
 
 // repoRoot is where the paths in a scenario's capture section start.
@@ -188,7 +187,7 @@ func (sc *scenario) run(t *testing.T, c capture) (scenarioResult, error) {
 		}
 	}
 	snap := filepath.Join(t.TempDir(), "scenario.snapshot.yaml")
-	if err := inspect.Save(s, snap); err != nil {
+	if err := snapshot.Save(s, snap); err != nil {
 		return scenarioResult{}, err
 	}
 	args := make([]string, len(sc.args))

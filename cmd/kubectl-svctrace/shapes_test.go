@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // bundled are the lab captures in examples/: two healthy nodes each, with
@@ -41,7 +41,7 @@ func TestBundledCapturesHealthy(t *testing.T) {
 // the healthy check is about are in them.
 func TestBundledCapturesHaveTheShapes(t *testing.T) {
 	for _, snap := range bundled {
-		s, err := inspect.Load(snap)
+		s, err := snapshot.Load(snap)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestNodeAddressEndpoint(t *testing.T) {
 // firewall deleted from a real capture, an outside client passes untouched:
 // one FirewallMismatch, not a MissingFrontend per source class.
 func TestFirewallDropDeleted(t *testing.T) {
-	s, err := inspect.Load(bundled[0])
+	s, err := snapshot.Load(bundled[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestFirewallDropDeleted(t *testing.T) {
 		t.Fatalf("removed %d firewall drops, want 1", removed)
 	}
 	path := filepath.Join(t.TempDir(), "broken.yaml")
-	if err := inspect.Save(s, path); err != nil {
+	if err := snapshot.Save(s, path); err != nil {
 		t.Fatal(err)
 	}
 	out, stderr, code := run(t, "drift", "--snapshot", path, "--node", "node1", "-o", "json")

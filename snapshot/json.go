@@ -1,4 +1,4 @@
-package inspect
+package snapshot
 
 import (
 	"encoding/json"

@@ -1,7 +1,7 @@
-// Package inspect holds the Snapshot, the unit every svctrace command works
-// on, with its I/O, and the collectors that fill it: from the API server,
-// from the kernel of the current network namespace, and from captured files.
-package inspect
+// Package snapshot holds the Snapshot, the unit every svctrace command works
+// on: the API objects of a cluster and the raw kernel state of its nodes, as
+// captured at one time, with its file format (load, save, merge).
+package snapshot
 
 import (
 	"time"
