@@ -5,23 +5,25 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/svctrace/svctrace/analysis"
 )
 
 // ConntrackReport is what reconcile conntrack found and did.
 type ConntrackReport struct {
 	metav1.TypeMeta `json:",inline"`
-	Node            string `json:"node"`
-	Applied         bool   `json:"applied"`
-	Stale           []Flow `json:"stale"`
-	Deleted         int    `json:"deleted"`
-	Gone            int    `json:"gone"`
-	Remaining       []Flow `json:"remaining"`
+	Node            string          `json:"node"`
+	Applied         bool            `json:"applied"`
+	Stale           []analysis.Flow `json:"stale"`
+	Deleted         int             `json:"deleted"`
+	Gone            int             `json:"gone"`
+	Remaining       []analysis.Flow `json:"remaining"`
 }
 
 // NewConntrackReport returns an empty report with its type set.
 func NewConntrackReport(node string, applied bool) *ConntrackReport {
 	return &ConntrackReport{TypeMeta: metav1.TypeMeta{APIVersion: "svctrace.dev/v1alpha1", Kind: "ConntrackReport"},
-		Node: node, Applied: applied, Stale: []Flow{}, Remaining: []Flow{}}
+		Node: node, Applied: applied, Stale: []analysis.Flow{}, Remaining: []analysis.Flow{}}
 }
 
 // Fill copies a repair's results into the report.
@@ -32,10 +34,10 @@ func (r *ConntrackReport) Fill(rep *ConntrackRepair) {
 }
 
 // StaleFlows keeps the stale flows.
-func StaleFlows(flows []Flow) []Flow {
-	var out []Flow
+func StaleFlows(flows []analysis.Flow) []analysis.Flow {
+	var out []analysis.Flow
 	for _, f := range flows {
-		if f.Status == FlowStale {
+		if f.Status == analysis.FlowStale {
 			out = append(out, f)
 		}
 	}

@@ -6,10 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/plugins/iptables"
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -43,7 +43,7 @@ func ParseServiceRef(s, defaultNS string) (ServiceRef, error) {
 }
 
 // Explain builds the report for one Service on the analysed node.
-func Explain(a *reconcile.NodeAnalysis, c *snapshot.Cluster, ref ServiceRef) (*ExplainReport, error) {
+func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref ServiceRef) (*ExplainReport, error) {
 	r := &ExplainReport{TypeMeta: NewTypeMeta("ExplainReport"), Service: ref.String(), Node: a.Node, Mode: a.Config.Mode}
 	var svc *corev1.Service
 	if c != nil {
@@ -100,7 +100,7 @@ func (r ServiceRef) Matches(spn string) bool {
 
 // belongs decides whether a frontend is the Service's: by the model's
 // expected frontends, by kube-proxy's comments, or by the chain-name hash.
-func belongs(f behavior.Frontend, ref ServiceRef, hashes map[string]bool, a *reconcile.NodeAnalysis) bool {
+func belongs(f behavior.Frontend, ref ServiceRef, hashes map[string]bool, a *analysis.NodeAnalysis) bool {
 	if a.Expected != nil {
 		if e, ok := a.Expected.Find(f.Key); ok {
 			return ref.Matches(e.Service) && portMatches(f, ref, a)
@@ -123,7 +123,7 @@ func belongs(f behavior.Frontend, ref ServiceRef, hashes map[string]bool, a *rec
 	return false
 }
 
-func portMatches(f behavior.Frontend, ref ServiceRef, a *reconcile.NodeAnalysis) bool {
+func portMatches(f behavior.Frontend, ref ServiceRef, a *analysis.NodeAnalysis) bool {
 	if ref.Port == "" {
 		return true
 	}
@@ -134,7 +134,7 @@ func portMatches(f behavior.Frontend, ref ServiceRef, a *reconcile.NodeAnalysis)
 // chainHashes are the per-service chain names the Service's ports would
 // have, for rules without comments: from the model's ports when known,
 // else from the name alone (unnamed port, in the new and the old form).
-func chainHashes(ref ServiceRef, a *reconcile.NodeAnalysis) map[string]bool {
+func chainHashes(ref ServiceRef, a *analysis.NodeAnalysis) map[string]bool {
 	out := map[string]bool{}
 	var spns []string
 	if a.View != nil {
@@ -194,7 +194,7 @@ func podsOf(c *snapshot.Cluster, v *model.NodeView) map[string]string {
 
 // flowCounts sums up the Service's conntrack entries per frontend and
 // backend.
-func flowCounts(a *reconcile.NodeAnalysis, ref ServiceRef) []FlowCount {
+func flowCounts(a *analysis.NodeAnalysis, ref ServiceRef) []FlowCount {
 	idx := map[string]int{}
 	var out []FlowCount
 	for _, f := range a.Flows {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/trace"
 )
@@ -20,7 +20,7 @@ func bareSnapshot(t *testing.T, text, table string) *snapshot.Snapshot {
 
 func explainBare(t *testing.T, text, ref string) *trace.ExplainReport {
 	t.Helper()
-	a, err := reconcile.Analyze(bareSnapshot(t, text, ""), "n1", "IPv4")
+	a, err := analysis.Analyze(bareSnapshot(t, text, ""), "n1", "IPv4")
 	if err != nil {
 		t.Fatal(err)
 	}

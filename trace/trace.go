@@ -5,10 +5,10 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/plugins/nftables"
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -54,7 +54,7 @@ func ParsePacket(p PacketSpec) (dataplane.Packet, error) {
 }
 
 // Trace walks one packet through the analysed node's rules.
-func Trace(a *reconcile.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*TraceReport, error) {
+func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*TraceReport, error) {
 	pkt, err := ParsePacket(spec)
 	if err != nil {
 		return nil, err

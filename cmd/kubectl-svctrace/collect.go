@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/inspect"
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -130,7 +130,7 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	if err := reconcile.ValidateDumps(s); err != nil {
+	if err := analysis.ValidateDumps(s); err != nil {
 		return err
 	}
 	if o.appendNode {

@@ -13,9 +13,9 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -115,7 +115,7 @@ func (o *commonOptions) snapshot(ctx context.Context) (*snapshot.Snapshot, error
 
 // analyzeNode loads the snapshot and analyses the node the command is
 // about.
-func (o *commonOptions) analyzeNode(ctx context.Context) (*snapshot.Snapshot, *reconcile.NodeAnalysis, error) {
+func (o *commonOptions) analyzeNode(ctx context.Context) (*snapshot.Snapshot, *analysis.NodeAnalysis, error) {
 	s, err := o.snapshot(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -132,8 +132,8 @@ func (o *commonOptions) analyzeNode(ctx context.Context) (*snapshot.Snapshot, *r
 
 // analyze analyses one node of the snapshot; an error (a damaged dump)
 // names the snapshot file it came from.
-func (o *commonOptions) analyze(s *snapshot.Snapshot, node string) (*reconcile.NodeAnalysis, error) {
-	a, err := reconcile.Analyze(s, node, o.family)
+func (o *commonOptions) analyze(s *snapshot.Snapshot, node string) (*analysis.NodeAnalysis, error) {
+	a, err := analysis.Analyze(s, node, o.family)
 	if err != nil && o.snapshotFile != "" {
 		return nil, fmt.Errorf("snapshot %s: %w", o.snapshotFile, err)
 	}

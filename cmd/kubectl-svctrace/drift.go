@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/trace"
 )
@@ -101,7 +101,7 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 		}
 		nodes = []string{o.node}
 	}
-	r := reconcile.NewDriftReport()
+	r := analysis.NewDriftReport()
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
 	for _, n := range nodes {
 		a, err := o.analyze(s, n)
@@ -120,7 +120,7 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 			}
 		}
 		r.Findings = append(r.Findings, fs...)
-		r.Nodes = append(r.Nodes, reconcile.NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: o.frontendsInScope(a),
+		r.Nodes = append(r.Nodes, analysis.NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: o.frontendsInScope(a),
 			Findings: len(fs), Inferred: a.Config.Inferred})
 		for _, note := range a.Notes {
 			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n, note))
@@ -129,7 +129,7 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 			r.Notes = append(r.Notes, fmt.Sprintf("node %s: no API objects, only text-level checks ran", n))
 		}
 	}
-	if err := o.print(r, func(wide bool) { reconcile.RenderDrift(o.Out, r, wide) }); err != nil {
+	if err := o.print(r, func(wide bool) { analysis.RenderDrift(o.Out, r, wide) }); err != nil {
 		return err
 	}
 	if len(r.Findings) > 0 {
@@ -189,7 +189,7 @@ func (o *driftOptions) wanted(spn string) bool {
 
 // frontendsInScope counts the frontends checked (the expected ones and the
 // ones the rules list) that are in scope.
-func (o *driftOptions) frontendsInScope(a *reconcile.NodeAnalysis) int {
+func (o *driftOptions) frontendsInScope(a *analysis.NodeAnalysis) int {
 	n := 0
 	for _, f := range a.Observed.Frontends {
 		if o.wanted(f.Service) {

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/analysis"
 )
 
-func decodeDrift(t *testing.T, out string) *reconcile.DriftReport {
+func decodeDrift(t *testing.T, out string) *analysis.DriftReport {
 	t.Helper()
-	var r reconcile.DriftReport
+	var r analysis.DriftReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("drift -o json: %v\n%s", err, out)
 	}

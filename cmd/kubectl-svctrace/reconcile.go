@@ -72,7 +72,7 @@ func (o *reconcileConntrackOptions) run(cmd *cobra.Command) error {
 	}
 	r := reconcile.NewConntrackReport(a.Node, o.apply)
 	if o.apply {
-		rep, err := a.RepairConntrack(cmd.Context(), a.Flows)
+		rep, err := reconcile.RepairConntrack(cmd.Context(), reconcile.KernelConntrack{}, a, a.Flows)
 		if err != nil {
 			return err
 		}

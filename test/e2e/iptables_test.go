@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/test/lab"
 	"github.com/svctrace/svctrace/trace"
 )
@@ -67,7 +67,7 @@ func (c *cluster) drift(t *testing.T, node string) ([]string, string) {
 	if code > 1 {
 		t.Fatalf("drift on %s: exit %d:\n%s", node, code, out)
 	}
-	var r reconcile.DriftReport
+	var r analysis.DriftReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("drift on %s: %v:\n%s", node, err, out)
 	}

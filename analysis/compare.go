@@ -1,6 +1,4 @@
-// Package reconcile compares what kube-proxy should have programmed on a
-// node with what the kernel does, as typed findings.
-package reconcile
+package analysis
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package reconcile_test
+package analysis_test
 
 import (
 	"net/netip"
@@ -7,8 +7,8 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/plugins/conntrack"
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -41,12 +41,12 @@ func TestCorrelateConntrack(t *testing.T) {
 		got[f.Client] = f.Status
 	}
 	want := map[string]string{
-		"10.244.0.9:40001": reconcile.FlowOK,
-		"10.244.0.9:40002": reconcile.FlowStale,
-		"10.244.0.9:40003": reconcile.FlowStale,
-		"10.244.0.9:40004": reconcile.FlowStale,
-		"10.244.0.9:40005": reconcile.FlowDraining,
-		"10.244.0.9:40006": reconcile.FlowOK,
+		"10.244.0.9:40001": analysis.FlowOK,
+		"10.244.0.9:40002": analysis.FlowStale,
+		"10.244.0.9:40003": analysis.FlowStale,
+		"10.244.0.9:40004": analysis.FlowStale,
+		"10.244.0.9:40005": analysis.FlowDraining,
+		"10.244.0.9:40006": analysis.FlowOK,
 	}
 	if len(got) != len(want) {
 		t.Errorf("flows %v, want %v", got, want)
@@ -56,7 +56,7 @@ func TestCorrelateConntrack(t *testing.T) {
 			t.Errorf("client %s: %q, want %q (all: %v)", c, got[c], st, got)
 		}
 	}
-	fs := reconcile.ConntrackFindings("node1", flows)
+	fs := analysis.ConntrackFindings("node1", flows)
 	if len(fs) != 3 {
 		t.Fatalf("%d findings, want 3: %+v", len(fs), fs)
 	}
@@ -72,7 +72,7 @@ func TestCorrelateConntrack(t *testing.T) {
 func TestConntrackNoEndpoints(t *testing.T) {
 	a := analyze2(t, func(c *snapshot.Cluster) { slice(c, "shop", "dns-1").Endpoints = nil })
 	flows := a.CorrelateConntrack([]conntrack.Entry{entry("udp", "10.244.0.9:40008", "10.96.64.120:53", "10.96.64.120:53")})
-	if len(flows) != 1 || flows[0].Status != reconcile.FlowStale || !strings.Contains(flows[0].Reason, "no reject") {
+	if len(flows) != 1 || flows[0].Status != analysis.FlowStale || !strings.Contains(flows[0].Reason, "no reject") {
 		t.Errorf("flows %+v, want one stale flow that gets no reject", flows)
 	}
 }

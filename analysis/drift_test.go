@@ -1,4 +1,4 @@
-package reconcile_test
+package analysis_test
 
 import (
 	"os"
@@ -7,8 +7,8 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/model"
-	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -20,7 +20,7 @@ const fixture = "../testdata/kube-proxy-v1.36.3/two-nodes/"
 
 // analyze2 analyses node1 of the capture (iptables mode) after api, when
 // not nil, has changed its API objects.
-func analyze2(t testing.TB, api func(c *snapshot.Cluster)) *reconcile.NodeAnalysis {
+func analyze2(t testing.TB, api func(c *snapshot.Cluster)) *analysis.NodeAnalysis {
 	t.Helper()
 	data, err := os.ReadFile(fixture + "objects.yaml")
 	if err != nil {
@@ -40,7 +40,7 @@ func analyze2(t testing.TB, api func(c *snapshot.Cluster)) *reconcile.NodeAnalys
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind, Cluster: c,
 		Metadata: snapshot.Metadata{CreationTimestamp: time.Now()},
 		Nodes:    []snapshot.NodeState{{Name: "node1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPTablesSave, Family: "IPv4", Text: string(dump)}}}}}
-	a, err := reconcile.Analyze(s, "node1", "IPv4")
+	a, err := analysis.Analyze(s, "node1", "IPv4")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,10 @@
-package reconcile
+// Package analysis answers svctrace's questions about a node: what kube-proxy
+// should have programmed there (expected), what the kernel does (observed,
+// by walking the node's data plane), where the two differ (drift findings),
+// and which live connections go where (conntrack correlation). Every
+// consumer (CLI, agent, TUI, repair) calls its entry points: Analyze for
+// one node, Drift for a report over nodes.
+package analysis
 
 import (
 	"fmt"
