@@ -13,37 +13,8 @@ import (
 	"github.com/svctrace/svctrace/snapshot"
 )
 
-// ServiceRef names a Service, optionally one port of it.
-type ServiceRef struct {
-	Namespace, Name, Port string
-}
-
-func (r ServiceRef) String() string {
-	s := r.Namespace + "/" + r.Name
-	if r.Port != "" {
-		s += ":" + r.Port
-	}
-	return s
-}
-
-// ParseServiceRef reads [NS/]NAME[:PORT].
-func ParseServiceRef(s, defaultNS string) (ServiceRef, error) {
-	var r ServiceRef
-	rest := s
-	if ns, n, ok := strings.Cut(s, "/"); ok {
-		r.Namespace, rest = ns, n
-	} else {
-		r.Namespace = defaultNS
-	}
-	r.Name, r.Port, _ = strings.Cut(rest, ":")
-	if r.Namespace == "" || r.Name == "" || strings.ContainsAny(r.Name, "/ ") {
-		return r, fmt.Errorf("%q is not a Service reference: want [NAMESPACE/]NAME[:PORT]", s)
-	}
-	return r, nil
-}
-
 // Explain builds the report for one Service on the analysed node.
-func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref ServiceRef) (*ExplainReport, error) {
+func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref analysis.ServiceRef) (*ExplainReport, error) {
 	r := &ExplainReport{TypeMeta: NewTypeMeta("ExplainReport"), Service: ref.String(), Node: a.Node, Mode: a.Config.Mode}
 	var svc *corev1.Service
 	if c != nil {
@@ -88,19 +59,9 @@ func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref ServiceRef) (*Ex
 	return r, nil
 }
 
-// Matches reports whether a ServicePortName ("ns/name:port") is of the
-// referenced Service (and port, when the reference names one).
-func (r ServiceRef) Matches(spn string) bool {
-	base := r.Namespace + "/" + r.Name
-	if spn != base && !strings.HasPrefix(spn, base+":") {
-		return false
-	}
-	return r.Port == "" || spn == base+":"+r.Port
-}
-
 // belongs decides whether a frontend is the Service's: by the model's
 // expected frontends, by kube-proxy's comments, or by the chain-name hash.
-func belongs(f behavior.Frontend, ref ServiceRef, hashes map[string]bool, a *analysis.NodeAnalysis) bool {
+func belongs(f behavior.Frontend, ref analysis.ServiceRef, hashes map[string]bool, a *analysis.NodeAnalysis) bool {
 	if a.Expected != nil {
 		if e, ok := a.Expected.Find(f.Key); ok {
 			return ref.Matches(e.Service) && portMatches(f, ref, a)
@@ -123,7 +84,7 @@ func belongs(f behavior.Frontend, ref ServiceRef, hashes map[string]bool, a *ana
 	return false
 }
 
-func portMatches(f behavior.Frontend, ref ServiceRef, a *analysis.NodeAnalysis) bool {
+func portMatches(f behavior.Frontend, ref analysis.ServiceRef, a *analysis.NodeAnalysis) bool {
 	if ref.Port == "" {
 		return true
 	}
@@ -134,7 +95,7 @@ func portMatches(f behavior.Frontend, ref ServiceRef, a *analysis.NodeAnalysis) 
 // chainHashes are the per-service chain names the Service's ports would
 // have, for rules without comments: from the model's ports when known,
 // else from the name alone (unnamed port, in the new and the old form).
-func chainHashes(ref ServiceRef, a *analysis.NodeAnalysis) map[string]bool {
+func chainHashes(ref analysis.ServiceRef, a *analysis.NodeAnalysis) map[string]bool {
 	out := map[string]bool{}
 	var spns []string
 	if a.View != nil {
@@ -194,7 +155,7 @@ func podsOf(c *snapshot.Cluster, v *model.NodeView) map[string]string {
 
 // flowCounts sums up the Service's conntrack entries per frontend and
 // backend.
-func flowCounts(a *analysis.NodeAnalysis, ref ServiceRef) []FlowCount {
+func flowCounts(a *analysis.NodeAnalysis, ref analysis.ServiceRef) []FlowCount {
 	idx := map[string]int{}
 	var out []FlowCount
 	for _, f := range a.Flows {

@@ -24,7 +24,7 @@ func explainBare(t *testing.T, text, ref string) *trace.ExplainReport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := trace.ParseServiceRef(ref, "default")
+	r, err := analysis.ParseServiceRef(ref, "default")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,21 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/analysis"
-	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/trace"
 )
 
 type driftOptions struct {
 	*commonOptions
 	allNodes bool
-	ref      *trace.ServiceRef
+	ref      *analysis.ServiceRef
 }
 
 func newDriftCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -60,7 +56,7 @@ func (o *driftOptions) complete(args []string) error {
 		return err
 	}
 	if len(args) == 1 {
-		ref, err := trace.ParseServiceRef(args[0], o.namespace)
+		ref, err := analysis.ParseServiceRef(args[0], o.namespace)
 		if err != nil {
 			return err
 		}
@@ -84,50 +80,21 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if len(s.Nodes) == 0 {
-		return fmt.Errorf("%s holds no node state: nothing to check (collect one with collect --node N)", o.source())
-	}
-	if err := o.resolveScope(s); err != nil {
-		return err
-	}
-	var nodes []string
-	if o.allNodes {
-		for _, n := range s.Nodes {
-			nodes = append(nodes, n.Name)
-		}
-	} else {
+	opts := analysis.DriftOptions{Family: o.family, Scope: analysis.Scope{Service: o.ref, Namespace: o.scopeNamespace()}}
+	if !o.allNodes && len(s.Nodes) > 0 {
 		if err := o.pickNode(s); err != nil {
 			return err
 		}
-		nodes = []string{o.node}
+		opts.Nodes = []string{o.node}
 	}
-	r := analysis.NewDriftReport()
-	r.Notes = append(r.Notes, s.Metadata.Notes...)
-	for _, n := range nodes {
-		a, err := o.analyze(s, n)
-		if err != nil {
-			return err
-		}
-		if o.ref != nil && a.Expected == nil {
-			if err := o.ref.CheckNamedInRules(a.Observed); err != nil {
-				return fmt.Errorf("node %s: %w", n, err)
-			}
-		}
-		var fs []behavior.Finding
-		for _, f := range a.Findings {
-			if o.wanted(f.Service) {
-				fs = append(fs, f)
-			}
-		}
-		r.Findings = append(r.Findings, fs...)
-		r.Nodes = append(r.Nodes, analysis.NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: o.frontendsInScope(a),
-			Findings: len(fs), Inferred: a.Config.Inferred})
-		for _, note := range a.Notes {
-			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n, note))
-		}
-		if a.Expected == nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("node %s: no API objects, only text-level checks ran", n))
-		}
+	r, err := analysis.Drift(s, opts)
+	switch {
+	case errors.Is(err, analysis.ErrNoNodeState):
+		return fmt.Errorf("%s %w", o.source(), err)
+	case err != nil && o.snapshotFile != "":
+		return fmt.Errorf("snapshot %s: %w", o.snapshotFile, err)
+	case err != nil:
+		return err
 	}
 	if err := o.print(r, func(wide bool) { analysis.RenderDrift(o.Out, r, wide) }); err != nil {
 		return err
@@ -146,24 +113,6 @@ func (o *commonOptions) source() string {
 	return "the live state"
 }
 
-// resolveScope checks the Service or namespace the command is scoped to
-// against the API objects: a typo is an error with the close matches,
-// never "no drift".
-func (o *driftOptions) resolveScope(s *snapshot.Snapshot) error {
-	if o.ref != nil {
-		ref, err := o.ref.Resolve(s.Cluster)
-		if err != nil {
-			return err
-		}
-		o.ref = &ref
-		return nil
-	}
-	if ns := o.scopeNamespace(); ns != "" {
-		return trace.CheckNamespace(s.Cluster, ns)
-	}
-	return nil
-}
-
 // scopeNamespace is the namespace given with -n, unless -A widens the
 // scope to every namespace.
 func (o *driftOptions) scopeNamespace() string {
@@ -171,30 +120,4 @@ func (o *driftOptions) scopeNamespace() string {
 		return ""
 	}
 	return *o.configFlags.Namespace
-}
-
-// wanted scopes findings by their Service port name: to the Service named,
-// else to the namespace given with -n; without either (or with -A) the
-// whole node is checked, as kube-proxy programs every Service of the
-// cluster on it.
-func (o *driftOptions) wanted(spn string) bool {
-	if o.ref != nil {
-		return o.ref.Matches(spn)
-	}
-	if ns := o.scopeNamespace(); ns != "" {
-		return spn != "" && strings.HasPrefix(spn, ns+"/")
-	}
-	return true
-}
-
-// frontendsInScope counts the frontends checked (the expected ones and the
-// ones the rules list) that are in scope.
-func (o *driftOptions) frontendsInScope(a *analysis.NodeAnalysis) int {
-	n := 0
-	for _, f := range a.Observed.Frontends {
-		if o.wanted(f.Service) {
-			n++
-		}
-	}
-	return n
 }

@@ -6,12 +6,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/trace"
 )
 
 type explainOptions struct {
 	*commonOptions
-	ref trace.ServiceRef
+	ref analysis.ServiceRef
 }
 
 func newExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -51,7 +52,7 @@ func (o *explainOptions) complete(args []string) error {
 	if err := o.commonOptions.complete(); err != nil {
 		return err
 	}
-	ref, err := trace.ParseServiceRef(args[0], o.namespace)
+	ref, err := analysis.ParseServiceRef(args[0], o.namespace)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package trace
+package analysis
 
 import (
 	"fmt"
@@ -12,6 +12,45 @@ import (
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/suggest"
 )
+
+// ServiceRef names a Service, optionally one port of it.
+type ServiceRef struct {
+	Namespace, Name, Port string
+}
+
+func (r ServiceRef) String() string {
+	s := r.Namespace + "/" + r.Name
+	if r.Port != "" {
+		s += ":" + r.Port
+	}
+	return s
+}
+
+// ParseServiceRef reads [NS/]NAME[:PORT].
+func ParseServiceRef(s, defaultNS string) (ServiceRef, error) {
+	var r ServiceRef
+	rest := s
+	if ns, n, ok := strings.Cut(s, "/"); ok {
+		r.Namespace, rest = ns, n
+	} else {
+		r.Namespace = defaultNS
+	}
+	r.Name, r.Port, _ = strings.Cut(rest, ":")
+	if r.Namespace == "" || r.Name == "" || strings.ContainsAny(r.Name, "/ ") {
+		return r, fmt.Errorf("%q is not a Service reference: want [NAMESPACE/]NAME[:PORT]", s)
+	}
+	return r, nil
+}
+
+// Matches reports whether a ServicePortName ("ns/name:port") is of the
+// referenced Service (and port, when the reference names one).
+func (r ServiceRef) Matches(spn string) bool {
+	base := r.Namespace + "/" + r.Name
+	if spn != base && !strings.HasPrefix(spn, base+":") {
+		return false
+	}
+	return r.Port == "" || spn == base+":"+r.Port
+}
 
 // Resolve checks a reference against the API objects and returns it in
 // canonical form: a port given by number is replaced by the port's name
@@ -119,4 +158,39 @@ func (r ServiceRef) CheckNamedInRules(t *behavior.Table) error {
 		return nil // rules without comments: only chain hashes could tell
 	}
 	return fmt.Errorf("no rule names service %s; %s", r, suggest.Hint(r.Namespace+"/"+r.Name, named, "Services named by the rules"))
+}
+
+// Scope is the part of a node a drift report is about: one Service (and
+// port), one namespace, or, zero, everything kube-proxy programs there.
+type Scope struct {
+	Service   *ServiceRef
+	Namespace string
+}
+
+// Wants reports whether a Service port name ("ns/name:port") is in scope.
+func (s Scope) Wants(spn string) bool {
+	switch {
+	case s.Service != nil:
+		return s.Service.Matches(spn)
+	case s.Namespace != "":
+		return spn != "" && strings.HasPrefix(spn, s.Namespace+"/")
+	}
+	return true
+}
+
+// resolve checks the scope against the API objects: a typo is an error
+// with the close matches, never "no drift".
+func (s Scope) resolve(c *snapshot.Cluster) (Scope, error) {
+	if s.Service != nil {
+		ref, err := s.Service.Resolve(c)
+		if err != nil {
+			return s, err
+		}
+		s.Service = &ref
+		return s, nil
+	}
+	if s.Namespace != "" {
+		return s, CheckNamespace(c, s.Namespace)
+	}
+	return s, nil
 }

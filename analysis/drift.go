@@ -1,0 +1,76 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// DriftOptions say which nodes, family and part of them a drift report
+// covers.
+type DriftOptions struct {
+	// Nodes to check; none means every node of the snapshot.
+	Nodes  []string
+	Family string
+	Scope  Scope
+}
+
+// ErrNoNodeState is returned for a snapshot that holds no node's kernel
+// state: there is nothing to compare.
+var ErrNoNodeState = errors.New("holds no node state: nothing to check (collect one with collect --node N)")
+
+// Drift checks the nodes of a snapshot and reports the findings in scope,
+// with a summary per node. It is the one entry point for a drift report:
+// the CLI, the agent and the TUI call it.
+func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
+	if len(s.Nodes) == 0 {
+		return nil, ErrNoNodeState
+	}
+	scope, err := o.Scope.resolve(s.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	nodes := o.Nodes
+	if len(nodes) == 0 {
+		for _, n := range s.Nodes {
+			nodes = append(nodes, n.Name)
+		}
+	}
+	r := NewDriftReport()
+	r.Notes = append(r.Notes, s.Metadata.Notes...)
+	for _, n := range nodes {
+		a, err := Analyze(s, n, o.Family)
+		if err != nil {
+			return nil, err
+		}
+		if scope.Service != nil && a.Expected == nil {
+			if err := scope.Service.CheckNamedInRules(a.Observed); err != nil {
+				return nil, fmt.Errorf("node %s: %w", n, err)
+			}
+		}
+		var fs []behavior.Finding
+		for _, f := range a.Findings {
+			if scope.Wants(f.Service) {
+				fs = append(fs, f)
+			}
+		}
+		frontends := 0
+		for _, f := range a.Observed.Frontends {
+			if scope.Wants(f.Service) {
+				frontends++
+			}
+		}
+		r.Findings = append(r.Findings, fs...)
+		r.Nodes = append(r.Nodes, NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: frontends,
+			Findings: len(fs), Inferred: a.Config.Inferred})
+		for _, note := range a.Notes {
+			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n, note))
+		}
+		if a.Expected == nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("node %s: no API objects, only text-level checks ran", n))
+		}
+	}
+	return r, nil
+}
