@@ -14,7 +14,13 @@ import (
 )
 
 // Explain builds the report for one Service on the analysed node.
+// The reference is checked against the API objects first (a typo is an
+// error with the close matches; a port may be given by number).
 func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref analysis.ServiceRef) (*ExplainReport, error) {
+	ref, err := ref.Resolve(c)
+	if err != nil {
+		return nil, err
+	}
 	r := &ExplainReport{TypeMeta: NewTypeMeta("ExplainReport"), Service: ref.String(), Node: a.Node, Mode: a.Config.Mode}
 	var svc *corev1.Service
 	if c != nil {

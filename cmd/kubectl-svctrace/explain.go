@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -65,12 +63,9 @@ func (o *explainOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if o.ref, err = o.ref.Resolve(s.Cluster); err != nil {
-		return err
-	}
 	r, err := trace.Explain(a, s.Cluster, o.ref)
 	if err != nil {
-		return fmt.Errorf("explaining %s on node %s: %w", o.ref, o.node, err)
+		return err
 	}
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
 	return o.print(r, func(wide bool) { trace.RenderExplain(o.Out, r, wide) })
