@@ -10,13 +10,11 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/model"
-	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/suggest"
 )
@@ -74,10 +72,7 @@ func Analyze(s *snapshot.Snapshot, node, family string) (*NodeAnalysis, error) {
 	if note != "" {
 		a.Notes = append(a.Notes, note)
 	}
-	if legacy, nft := pl.byBackend["legacy"], pl.byBackend["nf_tables"]; legacy != nil && nft != nil {
-		a.Findings = append(a.Findings, iptables.SplitBrain(node, legacy, nft)...)
-	}
-	a.Findings = append(a.Findings, pl.leftovers(plane, node)...)
+	a.Findings = append(a.Findings, pl.checks(plane, node)...)
 	a.Notes = append(a.Notes, a.Plane.Notes()...)
 	inf := a.Plane.Infer()
 	a.inferConfig(inf)
@@ -202,76 +197,6 @@ func (a *NodeAnalysis) inferConfig(in dataplane.Inferred) {
 	if len(a.Config.Inferred) > 0 && a.Config.Source == "" {
 		a.Config.Source = "inferred"
 	}
-}
-
-// parseDumps parses a node's iptables dumps of one family, keyed by backend.
-func parseDumps(ns *snapshot.NodeState, family string) (map[string]*iptables.Ruleset, error) {
-	out := map[string]*iptables.Ruleset{}
-	for _, d := range ns.Dumps {
-		if d.Collector != snapshot.CollectorIPTablesSave && d.Collector != snapshot.CollectorIP6TablesSave {
-			continue
-		}
-		fam := d.Family
-		if fam == "" {
-			fam = "IPv4"
-			if d.Collector == snapshot.CollectorIP6TablesSave {
-				fam = "IPv6"
-			}
-		}
-		if fam != family {
-			continue
-		}
-		origin := d.Origin
-		if origin == "" {
-			origin = fmt.Sprintf("node %s %s dump", ns.Name, d.Collector)
-		}
-		rs, err := iptables.ParseString(origin, d.Text, iptables.ParseOptions{Table: d.Table, Family: fam})
-		if err != nil {
-			return nil, dumpError(ns.Name, &d, err)
-		}
-		backend := d.Backend
-		if backend == "" {
-			backend = rs.Backend
-		}
-		if backend == "" {
-			backend = "unknown"
-		}
-		if prev, ok := out[backend]; ok {
-			mergeRulesets(prev, rs)
-			continue
-		}
-		out[backend] = rs
-	}
-	return out, nil
-}
-
-// mergeRulesets adds the tables of b to a (several headerless dumps of one
-// node, one per table).
-func mergeRulesets(a, b *iptables.Ruleset) {
-	for _, name := range b.TableOrder {
-		if _, ok := a.Tables[name]; !ok {
-			a.Tables[name] = b.Tables[name]
-			a.TableOrder = append(a.TableOrder, name)
-		}
-	}
-	a.Notes = append(a.Notes, b.Notes...)
-}
-
-// pickRuleset chooses the backend holding kube-proxy's chains.
-func pickRuleset(m map[string]*iptables.Ruleset) *iptables.Ruleset {
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var best *iptables.Ruleset
-	for _, k := range keys {
-		rs := m[k]
-		if best == nil || iptables.HasKubeChains(rs) && !iptables.HasKubeChains(best) {
-			best = rs
-		}
-	}
-	return best
 }
 
 func nodeIPs(v *model.NodeView, ns *snapshot.NodeState, family string) []netip.Addr {

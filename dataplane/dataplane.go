@@ -166,6 +166,12 @@ type Plane interface {
 	// chains or sets, leftovers of other proxy modes. mode is kube-proxy's
 	// configured mode ("" when unknown).
 	Checks(node, mode string) []behavior.Finding
+	// Leftovers are kube-proxy's objects left in this state while
+	// kube-proxy runs in another mode (activeMode).
+	Leftovers(node, activeMode string) []behavior.Finding
+	// Conflicts are findings the state gives whichever mode is active
+	// (iptables: kube-proxy's chains in both backends).
+	Conflicts(node string) []behavior.Finding
 	// Infer reads kube-proxy's settings off the state.
 	Infer() Inferred
 	// Notes are what the parser inferred or could not understand.

@@ -7,7 +7,10 @@ import (
 
 // Plane is a parsed iptables dump as a data plane.
 type Plane struct {
-	Rules *Ruleset
+	// Rules are the backend's rules that kube-proxy programs (the one
+	// walked); Backends all the node's, by backend (nf_tables, legacy).
+	Rules    *Ruleset
+	Backends map[string]*Ruleset
 }
 
 var _ dataplane.Plane = (*Plane)(nil)

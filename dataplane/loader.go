@@ -1,0 +1,54 @@
+package dataplane
+
+import (
+	"fmt"
+
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// Loader reads one kind of data plane out of a node's dumps. Each plane
+// package under plugins/ has one, and plugins.Loaders lists them: that
+// list is the only place svctrace names its planes.
+type Loader interface {
+	// Mode is the kube-proxy mode the plane serves ("iptables").
+	Mode() string
+	// Wants says which dump the plane reads, for messages: "an IPv4
+	// iptables dump".
+	Wants(family string) string
+	// Load parses the node's dumps of this plane for one IP family. A
+	// nil Plane (and no error) means the node holds none.
+	Load(ns *snapshot.NodeState, family string) (Plane, error)
+}
+
+// DumpError is an error in one dump of a node's state; it names the node,
+// the dump and, where the parser gives one, the position.
+type DumpError struct {
+	msg string
+	err error
+}
+
+func (e *DumpError) Error() string { return e.msg }
+func (e *DumpError) Unwrap() error { return e.err }
+
+// NewDumpError says where err is: "node node1: iptables-save dump line 12
+// col 5: …", or FILE:12:5 for a dump imported from a file. line 0 means the
+// parser gave no position, and err is said as it is.
+func NewDumpError(node string, d *snapshot.Dump, line, col int, msg string, err error) error {
+	if line == 0 {
+		return &DumpError{msg: fmt.Sprintf("node %s: %s dump: %v", node, d.Collector, err), err: err}
+	}
+	where := fmt.Sprintf("line %d col %d", line, col)
+	if d.Origin != "" {
+		where = fmt.Sprintf("%s:%d:%d", d.Origin, line, col)
+	}
+	return &DumpError{msg: fmt.Sprintf("node %s: %s dump %s: %s", node, d.Collector, where, msg), err: err}
+}
+
+// Origin names a dump for a parser's messages: its file, else the node and
+// the collector.
+func Origin(node string, d *snapshot.Dump) string {
+	if d.Origin != "" {
+		return d.Origin
+	}
+	return fmt.Sprintf("node %s %s dump", node, d.Collector)
+}

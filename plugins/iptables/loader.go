@@ -1,0 +1,124 @@
+package iptables
+
+import (
+	"errors"
+	"sort"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// Loader reads a node's iptables dumps (iptables-save, ip6tables-save, of
+// either backend) as the iptables plane.
+type Loader struct{}
+
+var _ dataplane.Loader = Loader{}
+
+// Mode is "iptables".
+func (Loader) Mode() string { return "iptables" }
+
+// Wants names the dump the plane reads.
+func (Loader) Wants(family string) string { return "an " + family + " iptables dump" }
+
+// Load parses the node's iptables dumps of one family, keyed by backend:
+// several headerless dumps of one backend (one per table) are merged, and
+// the plane walks the backend that holds kube-proxy's chains.
+func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
+	byBackend := map[string]*Ruleset{}
+	for i := range ns.Dumps {
+		d := &ns.Dumps[i]
+		if d.Collector != snapshot.CollectorIPTablesSave && d.Collector != snapshot.CollectorIP6TablesSave {
+			continue
+		}
+		fam := d.Family
+		if fam == "" {
+			fam = "IPv4"
+			if d.Collector == snapshot.CollectorIP6TablesSave {
+				fam = "IPv6"
+			}
+		}
+		if fam != family {
+			continue
+		}
+		rs, err := ParseString(dataplane.Origin(ns.Name, d), d.Text, ParseOptions{Table: d.Table, Family: fam})
+		if err != nil {
+			var pe *ParseError
+			if errors.As(err, &pe) {
+				return nil, dataplane.NewDumpError(ns.Name, d, pe.Line, pe.Column, pe.Msg, err)
+			}
+			return nil, dataplane.NewDumpError(ns.Name, d, 0, 0, "", err)
+		}
+		backend := d.Backend
+		if backend == "" {
+			backend = rs.Backend
+		}
+		if backend == "" {
+			backend = "unknown"
+		}
+		if prev, ok := byBackend[backend]; ok {
+			mergeRulesets(prev, rs)
+			continue
+		}
+		byBackend[backend] = rs
+	}
+	rs := pickRuleset(byBackend)
+	if rs == nil {
+		return nil, nil
+	}
+	return &Plane{Rules: rs, Backends: byBackend}, nil
+}
+
+// mergeRulesets adds the tables of b to a (several headerless dumps of one
+// node, one per table).
+func mergeRulesets(a, b *Ruleset) {
+	for _, name := range b.TableOrder {
+		if _, ok := a.Tables[name]; !ok {
+			a.Tables[name] = b.Tables[name]
+			a.TableOrder = append(a.TableOrder, name)
+		}
+	}
+	a.Notes = append(a.Notes, b.Notes...)
+}
+
+// pickRuleset chooses the backend holding kube-proxy's chains.
+func pickRuleset(m map[string]*Ruleset) *Ruleset {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var best *Ruleset
+	for _, k := range keys {
+		rs := m[k]
+		if best == nil || HasKubeChains(rs) && !HasKubeChains(best) {
+			best = rs
+		}
+	}
+	return best
+}
+
+// Leftovers reports kube-proxy's chains in every backend while kube-proxy
+// runs in another mode.
+func (p *Plane) Leftovers(node, activeMode string) []behavior.Finding {
+	if activeMode == p.Mode() {
+		return nil
+	}
+	var out []behavior.Finding
+	for _, backend := range []string{"nf_tables", "legacy", "unknown"} {
+		if rs := p.Backends[backend]; rs != nil {
+			out = append(out, ModeLeftovers(rs, node, backend, activeMode)...)
+		}
+	}
+	return out
+}
+
+// Conflicts reports kube-proxy's chains in both the legacy and the
+// nf_tables backend: two proxies, or a switch of backends that left one.
+func (p *Plane) Conflicts(node string) []behavior.Finding {
+	legacy, nft := p.Backends["legacy"], p.Backends["nf_tables"]
+	if legacy == nil || nft == nil {
+		return nil
+	}
+	return SplitBrain(node, legacy, nft)
+}

@@ -1,0 +1,25 @@
+// Package plugins is where svctrace's data planes are registered. Each
+// plane lives in its own package below (iptables, nftables, …) and owns
+// everything about its kernel state: which dumps it reads, how it parses
+// and walks them, its text-level checks and what it infers. Code outside
+// plugins/ knows a plane only through dataplane's contract; a test keeps it
+// so. conntrack, the connection table, is no data plane: analysis and
+// repair use it directly.
+package plugins
+
+import (
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/plugins/nftables"
+)
+
+// Loaders are the data planes svctrace reads, in the order they are
+// preferred when kube-proxy's mode is not known and several hold its
+// objects (nftables first: kube-proxy in nftables mode is the newer and
+// leaves iptables alone). A new plane adds one line here.
+func Loaders() []dataplane.Loader {
+	return []dataplane.Loader{
+		nftables.Loader{},
+		iptables.Loader{},
+	}
+}
