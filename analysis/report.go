@@ -28,18 +28,31 @@ type NodeSummary struct {
 
 // NewDriftReport returns an empty report with its type set.
 func NewDriftReport() *DriftReport {
-	return &DriftReport{TypeMeta: metav1.TypeMeta{APIVersion: "svctrace.dev/v1alpha1", Kind: "DriftReport"}, Findings: []behavior.Finding{}}
+	return &DriftReport{TypeMeta: NewTypeMeta("DriftReport"), Findings: []behavior.Finding{}}
 }
 
 // DeepCopyObject implements runtime.Object for the printers.
-func (r *DriftReport) DeepCopyObject() runtime.Object {
-	b, err := json.Marshal(r)
+func (r *DriftReport) DeepCopyObject() runtime.Object { return DeepCopyReport(r, &DriftReport{}) }
+
+// GroupVersion is the apiVersion of svctrace's report objects.
+const GroupVersion = "svctrace.dev/v1alpha1"
+
+// NewTypeMeta returns the TypeMeta of a report kind.
+func NewTypeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: GroupVersion, Kind: kind}
+}
+
+// DeepCopyReport is the DeepCopyObject of a report type: in copied into
+// out, a new zero value of the same type, by a JSON round trip. Report
+// types hold only plain data, so the round trip cannot fail; were it to,
+// in itself is returned.
+func DeepCopyReport[T runtime.Object](in, out T) runtime.Object {
+	b, err := json.Marshal(in)
 	if err != nil {
-		return r
+		return in
 	}
-	out := &DriftReport{}
 	if err := json.Unmarshal(b, out); err != nil {
-		return r
+		return in
 	}
 	return out
 }

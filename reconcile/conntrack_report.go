@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"encoding/json"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -22,7 +20,7 @@ type ConntrackReport struct {
 
 // NewConntrackReport returns an empty report with its type set.
 func NewConntrackReport(node string, applied bool) *ConntrackReport {
-	return &ConntrackReport{TypeMeta: metav1.TypeMeta{APIVersion: "svctrace.dev/v1alpha1", Kind: "ConntrackReport"},
+	return &ConntrackReport{TypeMeta: analysis.NewTypeMeta("ConntrackReport"),
 		Node: node, Applied: applied, Stale: []analysis.Flow{}, Remaining: []analysis.Flow{}}
 }
 
@@ -46,13 +44,5 @@ func StaleFlows(flows []analysis.Flow) []analysis.Flow {
 
 // DeepCopyObject implements runtime.Object for the printers.
 func (r *ConntrackReport) DeepCopyObject() runtime.Object {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return r
-	}
-	out := &ConntrackReport{}
-	if err := json.Unmarshal(b, out); err != nil {
-		return r
-	}
-	return out
+	return analysis.DeepCopyReport(r, &ConntrackReport{})
 }

@@ -4,17 +4,13 @@
 package trace
 
 import (
-	"encoding/json"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/model"
 )
-
-// GroupVersion of svctrace's report objects.
-const GroupVersion = "svctrace.dev/v1alpha1"
 
 // ExplainReport is the path of every frontend of a Service on a node.
 type ExplainReport struct {
@@ -85,23 +81,14 @@ type Hop struct {
 }
 
 // DeepCopyObject implements runtime.Object for the printers.
-func (r *ExplainReport) DeepCopyObject() runtime.Object { return deepCopy(r, &ExplainReport{}) }
+func (r *ExplainReport) DeepCopyObject() runtime.Object {
+	return analysis.DeepCopyReport(r, &ExplainReport{})
+}
 
 // DeepCopyObject implements runtime.Object for the printers.
-func (r *TraceReport) DeepCopyObject() runtime.Object { return deepCopy(r, &TraceReport{}) }
-
-func deepCopy[T runtime.Object](in T, out T) runtime.Object {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return in // report types hold only plain data; this cannot happen
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return in
-	}
-	return out
+func (r *TraceReport) DeepCopyObject() runtime.Object {
+	return analysis.DeepCopyReport(r, &TraceReport{})
 }
 
 // NewTypeMeta returns the TypeMeta of a report kind.
-func NewTypeMeta(kind string) metav1.TypeMeta {
-	return metav1.TypeMeta{APIVersion: GroupVersion, Kind: kind}
-}
+func NewTypeMeta(kind string) metav1.TypeMeta { return analysis.NewTypeMeta(kind) }
