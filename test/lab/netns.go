@@ -11,11 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/svctrace/svctrace/plugins/conntrack"
 )
 
 // NamespacePrefix starts the name of every network namespace the lab creates:
@@ -154,62 +155,23 @@ func isLabProcess(pid int) bool {
 	return filepath.Base(exe) == "labnet"
 }
 
-// dialInNetns dials addr (an IP literal) from inside the network namespace at nsPath. The
-// socket is created by a goroutine locked to an OS thread that temporarily joins the namespace;
-// sockets keep their namespace, so the connection stays inside the lab. The starting
-// namespace gets no route or interface into the lab.
+// dialInNetns dials addr (an IP literal) from inside the network namespace at nsPath, on a
+// thread that joins the namespace for the dial only (conntrack.InNetns); sockets keep their
+// namespace, so the connection stays inside the lab. The starting namespace gets no route or
+// interface into the lab.
 func dialInNetns(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		// If restoring the thread's namespace fails, the goroutine exits still locked and
-		// the runtime discards the thread.
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{nil, err}
-			return
-		}
-		defer orig.Close()
-		target, err := os.Open(nsPath)
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{nil, err}
-			return
-		}
-		defer target.Close()
-		if err := setns(int(target.Fd())); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{nil, fmt.Errorf("setns %s: %w", nsPath, err)}
-			return
-		}
+	var c net.Conn
+	err := conntrack.InNetns(nsPath, func() error {
 		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
-		if rerr := setns(int(orig.Fd())); rerr != nil {
-			if c != nil {
-				c.Close()
-			}
-			ch <- result{nil, fmt.Errorf("restore netns: %w", rerr)}
-			return
+		var err error
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	if err != nil {
+		if c != nil {
+			c.Close() // dialled, but the thread could not go back to its namespace
 		}
-		runtime.UnlockOSThread()
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
-}
-
-func setns(fd int) error {
-	if sysSetns == 0 {
-		return fmt.Errorf("setns: unsupported architecture %s", runtime.GOARCH)
+		return nil, err
 	}
-	_, _, e := syscall.Syscall(sysSetns, uintptr(fd), syscall.CLONE_NEWNET, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
+	return c, nil
 }

@@ -1,5 +1,0 @@
-//go:build linux
-
-package lab
-
-const sysSetns = 268 // SYS_SETNS on linux/arm64
