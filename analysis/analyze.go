@@ -151,13 +151,8 @@ func foldOrphans(fs []behavior.Finding) []behavior.Finding {
 			continue
 		}
 		j, ok := cause[f.Service]
-		for _, r := range f.Rules {
-			for _, dnat := range []string{"--to-destination ", "dnat to ", "dnat ip to ", "dnat ip6 to "} {
-				if _, ep, found := strings.Cut(r, dnat); found && !ok {
-					ep, _, _ = strings.Cut(ep, " ")
-					j, ok = cause[f.Service+" "+ep]
-				}
-			}
+		if !ok && f.Endpoint != "" {
+			j, ok = cause[f.Service+" "+f.Endpoint]
 		}
 		if ok {
 			fs[j].Rules = append(fs[j].Rules, "orphaned: "+f.Observed)

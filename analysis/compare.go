@@ -35,7 +35,7 @@ func Compare(expected, observed *behavior.Table) []behavior.Finding {
 			Type: behavior.StaleFrontend, Node: node, Service: o.Service,
 			Frontends: []string{o.Key.String()},
 			Expected:  "no frontend", Observed: describe(anyOutcome(o)),
-			Rules:   anyOutcome(o).Rules,
+			Rules:   behavior.RuleTexts(anyOutcome(o).Rules),
 			Message: fmt.Sprintf("%s is still handled by the kernel, but no Service port of the API asks for it", o.Key),
 		})
 	}
@@ -71,9 +71,9 @@ func anyOutcome(f behavior.Frontend) behavior.Outcome {
 
 func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 	base := behavior.Finding{Node: node, Service: e.Service, Frontends: []string{e.Key.String()}}
-	mk := func(typ string, classes []behavior.SourceClass, exp, obs string, rules []string, msg string) behavior.Finding {
+	mk := func(typ string, classes []behavior.SourceClass, exp, obs string, rules []behavior.Rule, msg string) behavior.Finding {
 		f := base
-		f.Type, f.Expected, f.Observed, f.Rules, f.Message = typ, exp, obs, rules, msg
+		f.Type, f.Expected, f.Observed, f.Rules, f.Message = typ, exp, obs, behavior.RuleTexts(rules), msg
 		for _, c := range classes {
 			f.Sources = append(f.Sources, string(c))
 		}
@@ -134,7 +134,7 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 			// (a catch-all after its chain lost its rules): every backend
 			// is unreachable on this path.
 			for _, b := range eo.Backends {
-				out = append(out, mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", append(append([]string(nil), b.Rules...), oo.Rules...),
+				out = append(out, mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", append(append([]behavior.Rule(nil), b.Rules...), oo.Rules...),
 					fmt.Sprintf("endpoint %s of %s gets no traffic on this node: connections to %s meet %s", b.Endpoint, e.Service, e.Key, describe(oo))))
 			}
 		case e.LocalOnly && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop):
@@ -155,7 +155,7 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 	return out
 }
 
-type mkFunc func(string, []behavior.SourceClass, string, string, []string, string) behavior.Finding
+type mkFunc func(string, []behavior.SourceClass, string, string, []behavior.Rule, string) behavior.Finding
 
 // compareBackends compares where one class's connections go; policy is
 // true when the difference is a traffic-policy one (which also explains a

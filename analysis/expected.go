@@ -240,9 +240,9 @@ func forward(eps []model.Endpoint, masq bool, local localDelivery) behavior.Outc
 		b := behavior.Backend{Endpoint: e.String(), Probability: 1 / float64(len(eps)), HairpinMasquerade: e.Local || local.has(e.IP)}
 		switch {
 		case e.Slice != "":
-			b.Rules = []string{"EndpointSlice " + e.Slice}
+			b.Rules = []behavior.Rule{{Text: "EndpointSlice " + e.Slice}}
 		case e.EndpointsObject != "":
-			b.Rules = []string{"Endpoints " + e.EndpointsObject}
+			b.Rules = []behavior.Rule{{Text: "Endpoints " + e.EndpointsObject}}
 		}
 		o.Backends = append(o.Backends, b)
 	}

@@ -91,8 +91,9 @@ type Backend struct {
 	// HairpinMasquerade: a packet from the endpoint's own address is
 	// masqueraded (so a pod reaching itself through the Service works).
 	HairpinMasquerade bool `json:"hairpinMasquerade,omitempty"`
-	// Rules are the kernel rules on the path to this backend, as text.
-	Rules []string `json:"rules,omitempty"`
+	// Rules are the kernel rules on the path to this backend (for an
+	// expected backend, the API object it comes from).
+	Rules []Rule `json:"rules,omitempty"`
 }
 
 // Outcome is what happens to a new connection of one source class.
@@ -105,7 +106,40 @@ type Outcome struct {
 	Reason string `json:"reason,omitempty"`
 	// Rules are the kernel rules that decided a reject, drop or unhandled
 	// outcome, and the ones common to all backends.
-	Rules []string `json:"rules,omitempty"`
+	Rules []Rule `json:"rules,omitempty"`
+}
+
+// Rule is one kernel rule on a path, as its plane describes it, so that a
+// reader needs no knowledge of the plane to show or select it.
+type Rule struct {
+	// Table and Chain hold the rule: "nat" and "KUBE-SVC-…" (iptables),
+	// "ip kube-proxy" and "service-…" (nftables).
+	Table string `json:"table,omitempty"`
+	Chain string `json:"chain,omitempty"`
+	// Line is its line in the dump or its handle (see Numbering); 0 for a
+	// rule the plane assumed.
+	Line int `json:"line,omitempty"`
+	// Text is the rule as the plane shows it, with its table and chain.
+	Text string `json:"text"`
+	// Element is the set or map element the rule matched, when it looked
+	// one up.
+	Element string `json:"element,omitempty"`
+	// Service is the Service port ("ns/name:port") the rule belongs to,
+	// when the plane can tell (kube-proxy's comments, chain names).
+	Service string `json:"service,omitempty"`
+	// Shared marks the plumbing every path goes through (the jumps from
+	// the built-in chains, the filter passes, the masquerade rules), as
+	// opposed to the Service's own rules.
+	Shared bool `json:"shared,omitempty"`
+}
+
+// RuleTexts are the rules' texts.
+func RuleTexts(rs []Rule) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Text)
+	}
+	return out
 }
 
 // Affinity is ClientIP session affinity.

@@ -42,8 +42,12 @@ type Finding struct {
 	Expected string   `json:"expected"`
 	Observed string   `json:"observed"`
 	// Rules are the kernel rules or API objects involved.
-	Rules   []string `json:"rules,omitempty"`
-	Message string   `json:"message"`
+	Rules []string `json:"rules,omitempty"`
+	// Endpoint is the endpoint ("ip:port") a kernel object of the
+	// finding sends to, when its plane can tell (an orphaned endpoint
+	// chain's DNAT target).
+	Endpoint string `json:"endpoint,omitempty"`
+	Message  string `json:"message"`
 }
 
 // Key groups findings that say the same thing for several frontends or

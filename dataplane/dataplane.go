@@ -94,6 +94,15 @@ type Hop struct {
 	Probability float64
 	// IsPolicy marks a chain policy rather than a rule.
 	IsPolicy bool
+	// The plane's description of the hop, so that nothing outside the
+	// plane reads rule text: Text is the rule as shown in reports (with
+	// its table and chain); Service the Service port it belongs to, when
+	// known; Shared marks plumbing every path goes through; ByLine says
+	// Line is a line of the dump (iptables) rather than a handle.
+	Text    string
+	Service string
+	Shared  bool
+	ByLine  bool
 }
 
 func (h Hop) String() string { return h.Rule }
@@ -172,6 +181,11 @@ type Plane interface {
 	// Conflicts are findings the state gives whichever mode is active
 	// (iptables: kube-proxy's chains in both backends).
 	Conflicts(node string) []behavior.Finding
+	// OwnsRule reports whether a rule on a path belongs to one of the
+	// Service ports spns ("ns/name:port", "ns/name"), by the plane's own
+	// naming of a Service's objects, for rules that name no Service
+	// (excerpts without kube-proxy's comments).
+	OwnsRule(r behavior.Rule, spns []string) bool
 	// Infer reads kube-proxy's settings off the state.
 	Infer() Inferred
 	// Notes are what the parser inferred or could not understand.

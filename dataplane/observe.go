@@ -180,7 +180,7 @@ func summarize(br []Branch) behavior.Outcome {
 	addBackend := func(ep string, b Branch) {
 		bk, ok := backends[ep]
 		if !ok {
-			bk = &behavior.Backend{Endpoint: ep, Rules: hopTexts(b.Hops)}
+			bk = &behavior.Backend{Endpoint: ep, Rules: hopRules(b.Hops)}
 			backends[ep] = bk
 			order = append(order, ep)
 		}
@@ -199,11 +199,11 @@ func summarize(br []Branch) behavior.Outcome {
 			addBackend("local:"+b.Redirect+" (userspace proxy)", b)
 		case b.Verdict == Reject:
 			rejectP += b.Probability
-			o.Reason, o.Rules = b.Reason, hopTexts(b.Hops)
+			o.Reason, o.Rules = b.Reason, hopRules(b.Hops)
 		case b.Verdict == Drop:
 			dropP += b.Probability
 			if o.Reason == "" || rejectP == 0 {
-				o.Reason, o.Rules = b.Reason, hopTexts(b.Hops)
+				o.Reason, o.Rules = b.Reason, hopRules(b.Hops)
 			}
 		}
 	}
@@ -224,7 +224,7 @@ func summarize(br []Branch) behavior.Outcome {
 	default:
 		o.Verdict = behavior.Unhandled
 		if len(br) > 0 {
-			o.Rules = hopTexts(br[0].Hops)
+			o.Rules = hopRules(br[0].Hops)
 		}
 	}
 	return o
@@ -248,21 +248,16 @@ func round(p float64) float64 {
 	return r
 }
 
-func hopTexts(hops []Hop) []string {
-	out := make([]string, 0, len(hops))
+// hopRules describes a path's rules, as its plane annotated the hops
+// (policies are no rules).
+func hopRules(hops []Hop) []behavior.Rule {
+	out := make([]behavior.Rule, 0, len(hops))
 	for _, h := range hops {
 		if h.IsPolicy {
 			continue
 		}
-		t := h.Table + ": " + h.Rule
-		if !strings.HasPrefix(h.Rule, "-A ") {
-			// nftables rules do not name their chain; iptables' do.
-			t = h.Table + " " + h.Chain + ": " + h.Rule
-		}
-		if h.Element != "" {
-			t += "  [" + h.Element + "]"
-		}
-		out = append(out, t)
+		out = append(out, behavior.Rule{Table: h.Table, Chain: h.Chain, Line: h.Line, Text: h.Text,
+			Element: h.Element, Service: h.Service, Shared: h.Shared})
 	}
 	return out
 }

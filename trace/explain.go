@@ -9,7 +9,6 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/model"
-	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -40,9 +39,9 @@ func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref analysis.Service
 		}
 		r.Causes = model.Diagnose(c, svc, a.View)
 	}
-	hashes := chainHashes(ref, a)
+	spns := candidateSPNs(ref, a)
 	for _, f := range a.Observed.Frontends {
-		if !belongs(f, ref, hashes, a) {
+		if !belongs(f, ref, spns, a) {
 			continue
 		}
 		r.Frontends = append(r.Frontends, f)
@@ -66,8 +65,9 @@ func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref analysis.Service
 }
 
 // belongs decides whether a frontend is the Service's: by the model's
-// expected frontends, by kube-proxy's comments, or by the chain-name hash.
-func belongs(f behavior.Frontend, ref analysis.ServiceRef, hashes map[string]bool, a *analysis.NodeAnalysis) bool {
+// expected frontends, by kube-proxy's comments, or, for rules that name no
+// Service, by the plane's own naming of the Service's objects.
+func belongs(f behavior.Frontend, ref analysis.ServiceRef, spns []string, a *analysis.NodeAnalysis) bool {
 	if a.Expected != nil {
 		if e, ok := a.Expected.Find(f.Key); ok {
 			return ref.Matches(e.Service) && portMatches(f, ref, a)
@@ -79,10 +79,8 @@ func belongs(f behavior.Frontend, ref analysis.ServiceRef, hashes map[string]boo
 	for _, o := range f.Outcomes {
 		for _, b := range o.Backends {
 			for _, rule := range b.Rules {
-				for h := range hashes {
-					if strings.Contains(rule, h) {
-						return true
-					}
+				if a.Plane.OwnsRule(rule, spns) {
+					return true
 				}
 			}
 		}
@@ -98,29 +96,21 @@ func portMatches(f behavior.Frontend, ref analysis.ServiceRef, a *analysis.NodeA
 	return strings.HasSuffix(e.Service, ":"+ref.Port) || fmt.Sprint(f.Key.Port) == ref.Port
 }
 
-// chainHashes are the per-service chain names the Service's ports would
-// have, for rules without comments: from the model's ports when known,
-// else from the name alone (unnamed port, in the new and the old form).
-func chainHashes(ref analysis.ServiceRef, a *analysis.NodeAnalysis) map[string]bool {
-	out := map[string]bool{}
-	var spns []string
+// candidateSPNs are the Service port names the Service's objects may be
+// named after: its ports' from the model when known, else from the name
+// alone (an unnamed port, in the new and the old form, and the port asked
+// for).
+func candidateSPNs(ref analysis.ServiceRef, a *analysis.NodeAnalysis) []string {
+	var out []string
 	if a.View != nil {
 		for _, p := range a.View.Find(ref.Namespace, ref.Name) {
-			out[iptables.PrefixSVC+iptables.ServiceChainHash(p.SPN(), p.Protocol)] = true
+			out = append(out, p.SPN())
 		}
 	}
 	base := ref.Namespace + "/" + ref.Name
-	spns = append(spns, base, base+":")
+	out = append(out, base, base+":")
 	if ref.Port != "" {
-		spns = append(spns, base+":"+ref.Port)
-	}
-	for _, s := range spns {
-		for _, proto := range []string{"tcp", "udp", "sctp"} {
-			h := iptables.ServiceChainHash(s, proto)
-			for _, p := range []string{iptables.PrefixSVC, iptables.PrefixSVL, iptables.PrefixEXT, iptables.PrefixFW} {
-				out[p+h] = true
-			}
-		}
+		out = append(out, base+":"+ref.Port)
 	}
 	return out
 }

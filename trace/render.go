@@ -89,8 +89,8 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 			for i, rule := range o.Rules {
 				// The short form keeps the Service's own rules and the
 				// one that decided.
-				if wide || serviceRule(rule) || i == len(o.Rules)-1 {
-					fmt.Fprintf(w, "        %s\n", rule)
+				if wide || !rule.Shared || i == len(o.Rules)-1 {
+					fmt.Fprintf(w, "        %s\n", rule.Text)
 				}
 			}
 			oc := o
@@ -107,8 +107,8 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 			}
 			fmt.Fprintln(w, line)
 			for _, rule := range b.Rules {
-				if wide || serviceRule(rule) {
-					fmt.Fprintf(w, "          %s\n", rule)
+				if wide || !rule.Shared {
+					fmt.Fprintf(w, "          %s\n", rule.Text)
 				}
 			}
 		}
@@ -178,7 +178,7 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 				if h.Element != "" {
 					p += "  [" + h.Element + "]"
 				}
-				if strings.HasPrefix(h.Rule, "-A ") {
+				if h.ByLine {
 					fmt.Fprintf(w, "    %-6s line %-5d %s%s\n", h.Table, h.Line, h.Rule, p)
 				} else {
 					// nftables: rules are numbered by handle and do not
@@ -196,36 +196,6 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-}
-
-// serviceRule keeps, for the short output, the rules that belong to the
-// Service: not the fixed jumps from the built-in chains, the filter
-// passes, or the masquerade plumbing every path shares. iptables rules are
-// told by chain name; nftables rules by their chain (kube-proxy's
-// per-service chains) or by the map element they looked up.
-func serviceRule(rule string) bool {
-	if strings.HasPrefix(rule, "filter: ") {
-		return false
-	}
-	if _, r, ok := strings.Cut(rule, ": -A "); ok {
-		for _, c := range []string{"PREROUTING ", "OUTPUT ", "POSTROUTING ", "KUBE-POSTROUTING ", "KUBE-MARK-MASQ "} {
-			if strings.HasPrefix(r, c) {
-				return false
-			}
-		}
-		return true
-	}
-	if strings.Contains(rule, "  [") {
-		return true
-	}
-	head, _, _ := strings.Cut(rule, ": ")
-	chain := head[strings.LastIndex(head, " ")+1:]
-	for _, p := range []string{"service-", "external-", "local-", "firewall-", "endpoint-"} {
-		if strings.HasPrefix(chain, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // counted writes a count with its noun in the number it takes: "1 backend",

@@ -7,8 +7,6 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/dataplane"
-	"github.com/svctrace/svctrace/plugins/iptables"
-	"github.com/svctrace/svctrace/plugins/nftables"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -88,9 +86,10 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 			}
 		}
 		for _, h := range b.Hops {
-			tb.Hops = append(tb.Hops, Hop{Table: h.Table, Chain: h.Chain, Line: h.Line, Rule: h.Rule, Element: h.Element, Probability: h.Probability})
+			tb.Hops = append(tb.Hops, Hop{Table: h.Table, Chain: h.Chain, Line: h.Line, Rule: h.Rule, Element: h.Element, Probability: h.Probability,
+				Service: h.Service, Shared: h.Shared, ByLine: h.ByLine})
 			if tb.Service == "" && !h.IsPolicy {
-				tb.Service = serviceOfHop(h)
+				tb.Service = h.Service
 			}
 		}
 		tb.Pod = pods[b.DNAT]
@@ -101,19 +100,4 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 	}
 	r.Notes = append(r.Notes, a.Config.Inferred...)
 	return r, nil
-}
-
-// serviceOfHop names the Service a hop belongs to, from kube-proxy's
-// comment (iptables) or chain name (nftables: service-HASH-ns/name/proto/port).
-func serviceOfHop(h dataplane.Hop) string {
-	if _, c, ok := strings.Cut(h.Rule, "--comment "); ok {
-		c = strings.TrimPrefix(c, `"`)
-		if spn, ok := iptables.SPNFromComment(strings.SplitN(c, `"`, 2)[0]); ok {
-			return spn
-		}
-	}
-	if spn, _, ok := nftables.SPNFromName(h.Chain); ok {
-		return spn
-	}
-	return ""
 }

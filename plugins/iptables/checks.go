@@ -44,8 +44,9 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 				out = append(out, behavior.Finding{
 					Type: behavior.OrphanChain, Node: node, Service: chainService(c),
 					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", tname, cname, len(c.Rules)),
-					Rules:   chainRules(c),
-					Message: fmt.Sprintf("chain %s/%s is not jumped to by any rule: kube-proxy did not clean it up", tname, cname),
+					Rules:    chainRules(c),
+					Endpoint: dnatTarget(c),
+					Message:  fmt.Sprintf("chain %s/%s is not jumped to by any rule: kube-proxy did not clean it up", tname, cname),
 				})
 			}
 			if kind := leftoverKind(cname, mode); kind != "" {
@@ -181,4 +182,15 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Fin
 		})
 	}
 	return out
+}
+
+// dnatTarget is the endpoint a chain DNATs to ("" if none).
+func dnatTarget(c *Chain) string {
+	for _, r := range c.Rules {
+		if _, ep, ok := strings.Cut(r.Raw, "--to-destination "); ok {
+			ep, _, _ = strings.Cut(ep, " ")
+			return ep
+		}
+	}
+	return ""
 }

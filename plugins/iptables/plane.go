@@ -22,7 +22,9 @@ func (p *Plane) Mode() string { return "iptables" }
 func (p *Plane) HasKubeProxy() bool { return HasKubeChains(p.Rules) }
 
 // Walker implements dataplane.Plane.
-func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker { return NewWalker(p.Rules, env) }
+func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
+	return annotated{w: NewWalker(p.Rules, env), rs: p.Rules}
+}
 
 // Frontends implements dataplane.Plane.
 func (p *Plane) Frontends() []behavior.Frontend { return discover(p.Rules) }

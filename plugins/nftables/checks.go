@@ -116,6 +116,7 @@ func orphans(t *Table, node string) []behavior.Finding {
 			Expected: "no chain",
 			Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", t.ID(), c.Name, len(c.Rules)),
 			Rules:    firstRules(rules),
+			Endpoint: dnatTarget(rules),
 			Message: fmt.Sprintf("chain %s in %s is not the target of any rule or map element: kube-proxy did not clean it up "+
 				"(it flushes a stale chain and deletes it a second later, so only a lasting one is a problem)", c.Name, t.ID()),
 		})
@@ -192,4 +193,18 @@ func firstRules(rules []string) []string {
 		return append(rules[:5:5], fmt.Sprintf("... %d more", len(rules)-5))
 	}
 	return rules
+}
+
+// dnatTarget is the endpoint a chain's rules DNAT to ("" if none): an
+// endpoint chain's "dnat ip to 10.244.1.10:8080".
+func dnatTarget(rules []string) string {
+	for _, r := range rules {
+		for _, dnat := range []string{"dnat to ", "dnat ip to ", "dnat ip6 to "} {
+			if _, ep, ok := strings.Cut(r, dnat); ok {
+				ep, _, _ = strings.Cut(ep, " ")
+				return ep
+			}
+		}
+	}
+	return ""
 }

@@ -108,5 +108,5 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 			}
 		}
 	}
-	return w
+	return annotated{w: w}
 }

@@ -1,0 +1,84 @@
+package iptables
+
+import (
+	"strings"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// sharedChains are the chains every path goes through, whatever the
+// Service: the jumps from the built-in chains and the masquerade plumbing.
+var sharedChains = map[string]bool{
+	"PREROUTING": true, "OUTPUT": true, "POSTROUTING": true, "KUBE-POSTROUTING": true, "KUBE-MARK-MASQ": true,
+}
+
+// annotated describes every hop of its walker's branches for readers that
+// know no iptables: the rule as shown, its Service (kube-proxy's comment)
+// and whether it is shared plumbing (the filter passes included).
+type annotated struct {
+	w  *Walker
+	rs *Ruleset
+}
+
+func (a annotated) Walk(p dataplane.Packet) []dataplane.Branch {
+	br := a.w.Walk(p)
+	for i := range br {
+		for j := range br[i].Hops {
+			a.describe(&br[i].Hops[j])
+		}
+	}
+	return br
+}
+
+func (a annotated) describe(h *dataplane.Hop) {
+	h.ByLine = true
+	if h.IsPolicy {
+		return
+	}
+	h.Text = h.Table + ": " + h.Rule
+	if h.Element != "" {
+		h.Text += "  [" + h.Element + "]"
+	}
+	h.Shared = h.Table == "filter" || sharedChains[h.Chain]
+	if r := a.rule(h); r != nil {
+		if spn, ok := SPNFromComment(r.Comment()); ok {
+			h.Service = spn
+		}
+	}
+}
+
+// rule finds the hop's rule by its line.
+func (a annotated) rule(h *dataplane.Hop) *Rule {
+	c := a.rs.Chain(h.Table, h.Chain)
+	if c == nil {
+		return nil
+	}
+	for _, r := range c.Rules {
+		if r.Line == h.Line {
+			return r
+		}
+	}
+	return nil
+}
+
+// OwnsRule reports whether a rule is of one of the Service ports spns:
+// named by kube-proxy's comment, or on the way through one of their
+// per-service chains, whose names are hashes of the port name and the
+// protocol (the protocol unknown here: every one is tried).
+func (p *Plane) OwnsRule(r behavior.Rule, spns []string) bool {
+	for _, spn := range spns {
+		if r.Service == spn {
+			return true
+		}
+		for _, proto := range []string{"tcp", "udp", "sctp"} {
+			h := ServiceChainHash(spn, proto)
+			for _, prefix := range []string{PrefixSVC, PrefixSVL, PrefixEXT, PrefixFW} {
+				if strings.Contains(r.Text, prefix+h) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
