@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/svctrace/svctrace/wording"
 )
 
 // RenderDrift writes a drift report as text; wide adds the rules involved.
@@ -16,7 +18,7 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 			mode += " mode"
 		}
 		fmt.Fprintf(w, "node %s (%s): %s checked, %s\n", n.Name, mode,
-			counted(n.Frontends, "frontend", "frontends"), counted(n.Findings, "finding", "findings"))
+			wording.Count(n.Frontends, "frontend", "frontends"), wording.Count(n.Findings, "finding", "findings"))
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "no drift")
@@ -46,13 +48,4 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-}
-
-// counted writes a count with its noun in the number it takes: "1 finding",
-// "2 findings".
-func counted(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

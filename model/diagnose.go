@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/wording"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -167,7 +168,7 @@ func endpointCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 	if len(svc.Spec.Selector) == 0 {
 		causes = append(causes, Cause{
 			Severity: SeverityInfo, Code: CodeNoSelector,
-			Message: fmt.Sprintf("%s has no selector: its endpoints are managed by hand (or by another controller), not derived from pods; %d EndpointSlice(s) carry its %s label", key, len(ess), discoveryv1.LabelServiceName),
+			Message: fmt.Sprintf("%s has no selector: its endpoints are managed by hand (or by another controller), not derived from pods; %s carry its %s label", key, wording.Count(len(ess), "EndpointSlice", "EndpointSlices"), discoveryv1.LabelServiceName),
 			Objects: refs,
 		})
 	}
@@ -177,7 +178,7 @@ func endpointCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 			effect = "DNS returns no addresses for it"
 		}
-		msg := fmt.Sprintf("no EndpointSlice lists any endpoint for %s (%d slice(s) found): %s", key, len(ess), effect)
+		msg := fmt.Sprintf("no EndpointSlice lists any endpoint for %s (%s found): %s", key, wording.Count(len(ess), "slice", "slices"), effect)
 		switch {
 		case obj != nil:
 			msg = fmt.Sprintf("%s has no EndpointSlice and its v1 Endpoints object lists no endpoint: %s", key, effect)
@@ -186,8 +187,8 @@ func endpointCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 		}
 		causes = append(causes, Cause{Severity: SeverityError, Code: CodeNoEndpoints, Message: msg, Objects: refs})
 	case ready == 0:
-		msg := fmt.Sprintf("%s has %d endpoint(s) but none is ready: %d terminating (%d of them still serving), %d neither ready nor terminating",
-			key, total, terminating, servingTerminating, total-terminating)
+		msg := fmt.Sprintf("%s has %s but none is ready: %d terminating (%d of them still serving), %d neither ready nor terminating",
+			key, wording.Count(total, "endpoint", "endpoints"), terminating, servingTerminating, total-terminating)
 		if servingTerminating > 0 {
 			msg += "; kube-proxy falls back to the serving-terminating ones"
 		} else {

@@ -50,7 +50,7 @@ func TestEndpointsOnlyCauses(t *testing.T) {
 	if want := []string{"error:NoReadyEndpoints", "info:NoSelector", "info:EndpointsOnly"}; !reflect.DeepEqual(codes(causes), want) {
 		t.Fatalf("codes = %v, want %v", codes(causes), want)
 	}
-	if m := causes[0].Message; !strings.Contains(m, "has 1 endpoint(s) but none is ready") {
+	if m := causes[0].Message; !strings.Contains(m, "has 1 endpoint but none is ready") {
 		t.Errorf("NoReadyEndpoints message %q", m)
 	}
 

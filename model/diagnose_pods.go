@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/wording"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -31,8 +32,8 @@ func podCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 	if len(pods) == 0 {
 		return []Cause{{
 			Severity: SeverityError, Code: CodeSelectorMatchesNoPods,
-			Message: fmt.Sprintf("the selector %s of %s matches none of the %d pod(s) in namespace %s: no endpoints can be derived from pods",
-				selectorString(svc.Spec.Selector), key, inNamespace, svc.Namespace),
+			Message: fmt.Sprintf("the selector %s of %s matches none of the %s in namespace %s: no endpoints can be derived from pods",
+				selectorString(svc.Spec.Selector), key, wording.Count(inNamespace, "pod", "pods"), svc.Namespace),
 			Objects: []string{svcRef},
 		}}
 	}
@@ -58,8 +59,8 @@ func podCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 		}
 		causes = append(causes, Cause{
 			Severity: sev, Code: CodeNamedTargetPortUnresolved,
-			Message: fmt.Sprintf("port %s of %s targets the named port %q (%s), which %d of %d selected pod(s) do not declare in any container port: they get no endpoint for this port",
-				portLabel(sp), key, sp.TargetPort.StrVal, protocolOrTCP(&sp.Protocol), len(missing), len(pods)),
+			Message: fmt.Sprintf("port %s of %s targets the named port %q (%s), which %d of %s do not declare in any container port: they get no endpoint for this port",
+				portLabel(sp), key, sp.TargetPort.StrVal, protocolOrTCP(&sp.Protocol), len(missing), wording.Count(len(pods), "selected pod", "selected pods")),
 			Objects: missing,
 		})
 	}
@@ -67,8 +68,8 @@ func podCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 	if older := olderPods(pods, svc); len(older) > 0 {
 		causes = append(causes, Cause{
 			Severity: SeverityInfo, Code: CodePodsOlderThanService,
-			Message: fmt.Sprintf("%d selected pod(s) were created before %s: kubelet sets service environment variables only when a container starts, so they lack %s",
-				len(older), key, strings.Join(serviceEnvNames(svc), ", ")),
+			Message: fmt.Sprintf("%s created before %s: kubelet sets service environment variables only when a container starts, so they lack %s",
+				olderPodsWere(len(older)), key, strings.Join(serviceEnvNames(svc), ", ")),
 			Objects: older,
 		})
 	}
@@ -180,4 +181,12 @@ func serviceEnvNames(svc *corev1.Service) []string {
 
 func envName(s string) string {
 	return strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
+}
+
+// olderPodsWere starts the sentence on pods created before their Service.
+func olderPodsWere(n int) string {
+	if n == 1 {
+		return "1 selected pod was"
+	}
+	return wording.Count(n, "selected pod", "selected pods") + " were"
 }

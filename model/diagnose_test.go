@@ -106,7 +106,7 @@ func TestDiagnoseSelectorMatchesNoPods(t *testing.T) {
 	if want := []string{"error:SelectorMatchesNoPods", "error:NoEndpoints"}; !reflect.DeepEqual(codes(causes), want) {
 		t.Fatalf("codes = %v, want %v", codes(causes), want)
 	}
-	if m := causes[0].Message; !strings.Contains(m, "app=web") || !strings.Contains(m, "1 pod(s) in namespace ns") {
+	if m := causes[0].Message; !strings.Contains(m, "app=web") || !strings.Contains(m, "1 pod in namespace ns") {
 		t.Errorf("message %q", m)
 	}
 }
@@ -126,7 +126,7 @@ func TestDiagnoseNoReadyEndpointsAndFallback(t *testing.T) {
 	if !reflect.DeepEqual(codes(causes), want) {
 		t.Fatalf("codes = %v, want %v", codes(causes), want)
 	}
-	if m := causes[0].Message; !strings.Contains(m, "3 endpoint(s)") || !strings.Contains(m, "2 terminating (1 of them still serving)") {
+	if m := causes[0].Message; !strings.Contains(m, "3 endpoints") || !strings.Contains(m, "2 terminating (1 of them still serving)") {
 		t.Errorf("NoReadyEndpoints message %q", m)
 	}
 	if m := causes[1].Message; !strings.Contains(m, "10.0.0.1:8080") || strings.Contains(m, "10.0.0.2") {

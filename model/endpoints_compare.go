@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/wording"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -185,8 +186,12 @@ func (d *endpointsDiff) summary() string {
 
 // truncation describes the cut-off endpoints of a truncated object.
 func (d *endpointsDiff) truncation() string {
-	return fmt.Sprintf("%d endpoint(s) of the EndpointSlices are beyond the %d addresses the truncated Endpoints object keeps (%s: %s)",
-		d.cutOff, maxEndpointsAddresses, corev1.EndpointsOverCapacity, overCapacityTruncated)
+	verb := "are"
+	if d.cutOff == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("%s of the EndpointSlices %s beyond the %d addresses the truncated Endpoints object keeps (%s: %s)",
+		wording.Count(d.cutOff, "endpoint", "endpoints"), verb, maxEndpointsAddresses, corev1.EndpointsOverCapacity, overCapacityTruncated)
 }
 
 // listSome joins up to n items, then says how many more there are.

@@ -103,7 +103,7 @@ func TestEndpointsTruncatedIsNoDisagreement(t *testing.T) {
 	if n := len(mustPort(t, v, "ns/svc:http", "TCP").ClusterEndpoints); n != maxEndpointsAddresses+3 {
 		t.Errorf("%d cluster endpoints, want all the slice's", n)
 	}
-	if len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "3 endpoint(s) of the EndpointSlices are beyond the 1000 addresses") {
+	if len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "3 endpoints of the EndpointSlices are beyond the 1000 addresses") {
 		t.Errorf("notes = %q", v.Notes)
 	}
 	causes := Diagnose(c, &c.Services[0], v)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/wording"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -79,8 +80,8 @@ func (s *endpointSources) onlyNote(v *NodeView) string {
 	if len(names) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("endpoints read from the v1 Endpoints object, as the Service has no EndpointSlice, for %d Service(s): %s (kube-proxy 1.19 and later reads only EndpointSlices)",
-		len(names), listSome(names, 10))
+	return fmt.Sprintf("endpoints read from the v1 Endpoints object, as the Service has no EndpointSlice, for %s: %s (kube-proxy 1.19 and later reads only EndpointSlices)",
+		wording.Count(len(names), "Service", "Services"), listSome(names, 10))
 }
 
 // endpointsNotes are the view's notes on one Service's endpoint objects:

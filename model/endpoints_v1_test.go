@@ -158,7 +158,7 @@ func TestFixtureEndpointsOnlySameView(t *testing.T) {
 				t.Errorf("%s: source %q, want %q", name, g.EndpointSource, wantSource)
 			}
 		}
-		if len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "for 3 Service(s): default/nginx, shop/cart, shop/dns") {
+		if len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "for 3 Services: default/nginx, shop/cart, shop/dns") {
 			t.Errorf("%s notes = %q", node, got.Notes)
 		}
 		if len(want.Notes) != 0 {

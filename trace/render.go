@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/wording"
 )
 
 var classLabel = map[behavior.SourceClass]string{
@@ -124,7 +125,7 @@ func verdictText(o behavior.Outcome) string {
 		if o.Masquerade {
 			m = "masqueraded"
 		}
-		return fmt.Sprintf("forward to %s, %s", counted(len(o.Backends), "backend", "backends"), m)
+		return fmt.Sprintf("forward to %s, %s", wording.Count(len(o.Backends), "backend", "backends"), m)
 	case behavior.Reject:
 		return "REJECT: " + o.Reason
 	case behavior.Drop:
@@ -147,7 +148,7 @@ func sameBackends(a, b behavior.Outcome) bool {
 
 // RenderTrace writes a trace report as text.
 func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
-	fmt.Fprintf(w, "Packet %s on node %s: %s\n", r.Packet, r.Node, counted(len(r.Branches), "branch", "branches"))
+	fmt.Fprintf(w, "Packet %s on node %s: %s\n", r.Packet, r.Node, wording.Count(len(r.Branches), "branch", "branches"))
 	for i, b := range r.Branches {
 		fmt.Fprintf(w, "\n[%d] p=%s  %s", i+1, behavior.FormatProbability(b.Probability), strings.ToUpper(b.Verdict))
 		if b.DNAT != "" {
@@ -196,15 +197,6 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-}
-
-// counted writes a count with its noun in the number it takes: "1 backend",
-// "3 backends".
-func counted(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // countsText writes flow counts in a fixed order: "2 live, 1 stale".

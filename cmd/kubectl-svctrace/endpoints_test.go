@@ -45,7 +45,7 @@ func writeObjects(t *testing.T, src, old, new, extra string) string {
 	return p
 }
 
-const endpointsOnlyNote = "node node1: endpoints read from the v1 Endpoints object, as the Service has no EndpointSlice, for 3 Service(s): default/nginx, shop/cart, shop/dns"
+const endpointsOnlyNote = "node node1: endpoints read from the v1 Endpoints object, as the Service has no EndpointSlice, for 3 Services: default/nginx, shop/cart, shop/dns"
 
 func hasNote(notes []string, prefix string) bool {
 	for _, n := range notes {
@@ -95,7 +95,7 @@ func TestExplainEndpointsOnly(t *testing.T) {
 	for _, want := range []string{
 		"forward to 3 backends",
 		"info    EndpointsOnly: endpoints read from the v1 Endpoints object: the Service has no EndpointSlice",
-		"for 3 Service(s): default/nginx, shop/cart, shop/dns",
+		"for 3 Services: default/nginx, shop/cart, shop/dns",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)

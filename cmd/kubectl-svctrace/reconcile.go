@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/wording"
 )
 
 func newReconcileCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -94,7 +95,7 @@ func renderRepair(w io.Writer, r *reconcile.ConntrackReport) {
 	if r.Applied {
 		verb = "deleted"
 	}
-	fmt.Fprintf(w, "node %s: %d stale conntrack entries\n", r.Node, len(r.Stale))
+	fmt.Fprintf(w, "node %s: %s\n", r.Node, wording.Count(len(r.Stale), "stale conntrack entry", "stale conntrack entries"))
 	for _, f := range r.Stale {
 		fmt.Fprintf(w, "  %s %s  %s -> %s: %s\n", verb, f.Service, f.Client, orNone(f.Backend), f.Reason)
 		fmt.Fprintf(w, "      %s\n", f.Text)
