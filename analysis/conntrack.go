@@ -221,7 +221,7 @@ func ConntrackFindings(node string, flows []Flow) []behavior.Finding {
 	return out
 }
 
-// describeEntry renders an entry for reports: protocol, state, tuples,
+// describeEntry describes an entry for reports: protocol, state, tuples,
 // timeout and counters.
 func describeEntry(e conntrack.Entry) string {
 	var b strings.Builder

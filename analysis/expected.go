@@ -10,7 +10,7 @@ import (
 	"github.com/svctrace/svctrace/snapshot"
 )
 
-// ExpectedInput is what Expected renders from.
+// ExpectedInput is what Expected derives from.
 type ExpectedInput struct {
 	View   *model.NodeView
 	Config snapshot.ProxyConfig
@@ -29,7 +29,7 @@ type ExpectedInput struct {
 	Probes behavior.ProbeSpace
 }
 
-// Expected renders kube-proxy's view of a node into the behaviour table:
+// Expected derives the behaviour table from kube-proxy's view of a node:
 // what every frontend should do for each source class. It follows the
 // proxier's rules (dataplane reference §2.5), not any one rule layout, so
 // every data plane is compared against the same table.

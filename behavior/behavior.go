@@ -1,7 +1,7 @@
 // Package behavior holds the data-plane independent description of what a
 // node does with packets sent to each Service frontend. Every data plane
-// (iptables, nftables, ipvs) is parsed into this form, and the model of what
-// kube-proxy should program is rendered into it, so that drift is a
+// (iptables, nftables, ipvs) is parsed into this form, and what kube-proxy
+// should program is derived from the model into it, so that drift is a
 // difference in behaviour and never a difference in rule text.
 package behavior
 

@@ -135,7 +135,7 @@ func familyOf(a netip.Addr) string {
 	return ""
 }
 
-// Format renders e the way `conntrack -L -o extended` prints an entry (with
+// Format formats e the way `conntrack -L -o extended` prints an entry (with
 // id= when e.ID is set, as -o id adds it), so that ParseText reads it back
 // to the same Entry apart from Line. The kernel's reference count is not
 // kept in Entry; Format writes use=1. Offload flags, labels, secctx and

@@ -205,7 +205,7 @@ func inferBestVote(votes map[tableVerdict]int) tableVerdict {
 	return best
 }
 
-// inferReasons renders the evidence for one table.
+// inferReasons formats the evidence for one table.
 func inferReasons(why *[inferWhyKinds][]string, evidence bool) string {
 	var parts []string
 	for kind, labels := range why {

@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
@@ -41,36 +42,12 @@ func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 	case *Concat:
 		out := []alt{{v: value{kind: vConcat}, p: 1}}
 		for _, part := range x.Parts {
-			var next []alt
-			for _, a := range out {
-				for _, b := range k.eval(s, t, part) {
-					v := a.v
-					v.parts = append(v.parts[:len(v.parts):len(v.parts)], b.v)
-					if b.v.kind == vUnknown || b.v.kind == vNone {
-						v = b.v
-					}
-					if len(next) == maxBranches {
-						s.note("more than %d alternatives of %s: only the first were followed", maxBranches, x)
-						break
-					}
-					next = append(next, alt{v: v, p: a.p * b.p, hits: append(a.hits[:len(a.hits):len(a.hits)], b.hits...)})
-				}
-			}
-			out = next
+			out = pairs(s, x, out, func() []alt { return k.eval(s, t, part) }, concatValue)
 		}
 		return out
 	case *Binop:
-		var out []alt
-		for _, a := range k.eval(s, t, x.Left) {
-			for _, b := range k.eval(s, t, x.Right) {
-				if len(out) == maxBranches {
-					s.note("more than %d alternatives of %s: only the first were followed", maxBranches, x)
-					break
-				}
-				out = append(out, alt{v: binop(x.Op, a.v, b.v), p: a.p * b.p, hits: append(a.hits[:len(a.hits):len(a.hits)], b.hits...)})
-			}
-		}
-		return out
+		return pairs(s, x, k.eval(s, t, x.Left), func() []alt { return k.eval(s, t, x.Right) },
+			func(a, b value) value { return binop(x.Op, a, b) })
 	case *MapLookup:
 		var out []alt
 		for _, a := range k.eval(s, t, x.Key) {
@@ -83,13 +60,41 @@ func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 				out = append(out, alt{v: none(), p: a.p, hits: a.hits})
 				continue
 			}
-			out = append(out, alt{v: dataValue(h.el.Data), p: a.p, hits: append(a.hits[:len(a.hits):len(a.hits)], *h)})
+			out = append(out, alt{v: dataValue(h.el.Data), p: a.p, hits: append(slices.Clip(a.hits), *h)})
 		}
 		return out
 	case *Unknown:
 		return one(unknownValue(x.Name + " not understood"))
 	}
 	return one(unknownValue(e.String() + " not evaluated"))
+}
+
+// pairs combines every alternative of left with every one right gives
+// (evaluated anew for each, as the walk always has) through f: their
+// probabilities multiply and the elements they looked up add up. Past
+// maxBranches alternatives of x the rest are dropped, with a note.
+func pairs(s *state, x Expr, left []alt, right func() []alt, f func(a, b value) value) []alt {
+	var out []alt
+	for _, a := range left {
+		for _, b := range right() {
+			if len(out) == maxBranches {
+				s.note("more than %d alternatives of %s: only the first were followed", maxBranches, x)
+				break
+			}
+			out = append(out, alt{v: f(a.v, b.v), p: a.p * b.p, hits: append(slices.Clip(a.hits), b.hits...)})
+		}
+	}
+	return out
+}
+
+// concatValue appends the part b to the concatenation a; an unknown or
+// absent part makes the whole so.
+func concatValue(a, b value) value {
+	if b.kind == vUnknown || b.kind == vNone {
+		return b
+	}
+	a.parts = append(slices.Clip(a.parts), b)
+	return a
 }
 
 func uniform(n, off int) []alt {

@@ -1,7 +1,7 @@
 package nftables
 
 // Expr is an nftables expression: a packet field, a literal, a set, a map
-// lookup, a verdict (in map data). String renders it in nft syntax.
+// lookup, a verdict (in map data). String formats it in nft syntax.
 type Expr interface{ String() string }
 
 // Stmt is one statement of a rule: a match, a verdict, an action.

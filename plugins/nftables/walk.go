@@ -3,6 +3,7 @@ package nftables
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/svctrace/svctrace/dataplane"
 )
@@ -42,28 +43,20 @@ type state struct {
 	affKey                      string
 	affSecs                     int32
 	srcs                        []netip.Prefix
-	notes                       []string
+	notes                       dataplane.Notes
 }
 
 // clone forks a branch; slices are cut to their length so that an append
 // on one branch never writes into the other's.
 func (s *state) clone() *state {
-	s.hops = s.hops[:len(s.hops):len(s.hops)]
-	s.srcs = s.srcs[:len(s.srcs):len(s.srcs)]
-	s.notes = s.notes[:len(s.notes):len(s.notes)]
+	s.hops = slices.Clip(s.hops)
+	s.srcs = slices.Clip(s.srcs)
+	s.notes = slices.Clip(s.notes)
 	c := *s
 	return &c
 }
 
-func (s *state) note(format string, args ...any) {
-	n := fmt.Sprintf(format, args...)
-	for _, x := range s.notes {
-		if x == n {
-			return
-		}
-	}
-	s.notes = append(s.notes, n)
-}
+func (s *state) note(format string, args ...any) { s.notes.Add(format, args...) }
 
 func (s *state) addSource(p netip.Prefix) {
 	for _, x := range s.srcs {
@@ -101,52 +94,37 @@ func (w *walker) Walk(pkt dataplane.Packet) []dataplane.Branch {
 		s.note("packet %s is not of family %s: no %s table sees it", pkt, w.p.family, w.p.fam)
 		return []dataplane.Branch{s.finish()}
 	}
-	switch pkt.Entry {
-	case dataplane.Output:
-		k.hooks(s, []string{"output", "postrouting", "localin"})
-	default:
-		if pkt.Entry != dataplane.Prerouting {
-			s.note("entry %q unknown: walked as an arriving packet (prerouting)", pkt.Entry)
-		}
-		k.hooks(s, []string{"prerouting", "route"})
+	if pkt.Entry != dataplane.Output && pkt.Entry != dataplane.Prerouting {
+		s.note("entry %q unknown: walked as an arriving packet (prerouting)", pkt.Entry)
 	}
+	k.hooks(s, dataplane.EntryHooks(pkt.Entry))
 	return k.out
 }
 
-// hooks runs the hooks in turn; "route" and "localin" are the routing
-// decisions after DNAT.
-func (k *walk) hooks(s *state, hooks []string) {
+// hooks runs the hooks in turn, taking the routing decisions between them
+// on the destination as translated so far.
+func (k *walk) hooks(s *state, hooks []dataplane.Hook) {
 	if len(hooks) == 0 {
 		k.out = append(k.out, s.finish())
 		return
 	}
 	h, rest := hooks[0], hooks[1:]
-	local := k.w.env.IsLocal(s.pkt.Dst)
-	switch h {
-	case "route":
-		if local {
-			k.hooks(s, append([]string{"input"}, rest...))
-		} else {
-			k.hooks(s, append([]string{"forward", "postrouting"}, rest...))
-		}
-		return
-	case "localin":
-		if local {
+	if h.IsRoute() {
+		local := k.w.env.IsLocal(s.pkt.Dst)
+		if h == dataplane.RouteLoopback && local {
 			// Delivered over loopback: the input interface is lo.
 			s.pkt.InIface = "lo"
-			k.hooks(s, append([]string{"input"}, rest...))
-		} else {
-			k.hooks(s, rest)
 		}
+		k.hooks(s, h.Route(local, rest))
 		return
 	}
-	s.hook = h
-	k.chains(s, h, k.w.hooks[h], rest)
+	s.hook = string(h)
+	k.chains(s, s.hook, k.w.hooks[s.hook], rest)
 }
 
 // chains runs the base chains of a hook in priority order. An accept ends
 // only its own base chain; drop and reject end the packet.
-func (k *walk) chains(s *state, hook string, list []baseChain, rest []string) {
+func (k *walk) chains(s *state, hook string, list []baseChain, rest []dataplane.Hook) {
 	if len(list) == 0 {
 		k.hooks(s, rest)
 		return

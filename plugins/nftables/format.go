@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Text renders the rule as one line of nft syntax.
+// Text formats the rule as one line of nft syntax.
 func (r *Rule) Text() string {
 	parts := make([]string, 0, len(r.Stmts)+1)
 	for _, s := range r.Stmts {
@@ -179,7 +179,7 @@ func (e *Limit) String() string { return "limit " + e.Text }
 
 func (e *XT) String() string { return "xt " + e.Type + " " + e.Name }
 
-// String renders an element as nft lists it: key, attributes, then the
+// String formats an element as nft lists it: key, attributes, then the
 // data of a map element.
 func (el *Element) String() string {
 	s := el.Key.String()
@@ -206,7 +206,7 @@ func joinExprs(es []Expr, sep string) string {
 	return strings.Join(parts, sep)
 }
 
-// operand renders the right side of a match, mangle or binop the way nft
+// operand formats the right side of a match, mangle or binop the way nft
 // does for its left side: marks in hex, interface names quoted.
 func operand(left, right Expr) string {
 	lit, ok := right.(*Literal)
