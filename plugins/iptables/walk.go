@@ -2,11 +2,13 @@ package iptables
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
-
-	"github.com/svctrace/svctrace/dataplane"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/svctrace/svctrace/dataplane"
 )
 
 // Aliases of the data-plane neutral types, for readability here.
@@ -40,39 +42,26 @@ type state struct {
 	masq                               bool
 	recentSet                          []string
 	recentChecked                      map[string]int
-	notes                              []string
+	notes                              dataplane.Notes
 	translated                         bool
 	// srcTests are the prefixes the source was tested against.
 	srcTests []netip.Prefix
 }
 
-// clone forks a branch. Slices are shared with their capacity cut to their
-// length, so that an append on either branch copies instead of writing
-// into the other's.
+// clone forks a branch. Slices are shared clipped to their length, so
+// that an append on either branch copies instead of writing into the
+// other's.
 func (s *state) clone() *state {
-	s.hops = s.hops[:len(s.hops):len(s.hops)]
-	s.recentSet = s.recentSet[:len(s.recentSet):len(s.recentSet)]
-	s.notes = s.notes[:len(s.notes):len(s.notes)]
-	s.srcTests = s.srcTests[:len(s.srcTests):len(s.srcTests)]
+	s.hops = slices.Clip(s.hops)
+	s.recentSet = slices.Clip(s.recentSet)
+	s.notes = slices.Clip(s.notes)
+	s.srcTests = slices.Clip(s.srcTests)
 	c := *s
-	if s.recentChecked != nil {
-		c.recentChecked = make(map[string]int, len(s.recentChecked))
-		for k, v := range s.recentChecked {
-			c.recentChecked[k] = v
-		}
-	}
+	c.recentChecked = maps.Clone(s.recentChecked)
 	return &c
 }
 
-func (s *state) note(format string, args ...any) {
-	n := fmt.Sprintf(format, args...)
-	for _, x := range s.notes {
-		if x == n {
-			return
-		}
-	}
-	s.notes = append(s.notes, n)
-}
+func (s *state) note(format string, args ...any) { s.notes.Add(format, args...) }
 
 // Walker walks packets through a parsed ruleset.
 type Walker struct {
@@ -99,15 +88,15 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 }
 
 // hookTables lists the tables of a hook in the kernel's priority order.
-func hookTables(hook string) []string {
+func hookTables(hook dataplane.Hook) []string {
 	switch hook {
-	case "PREROUTING":
+	case dataplane.HookPrerouting:
 		return []string{"raw", "mangle", "nat"}
-	case "INPUT", "FORWARD":
+	case dataplane.HookInput, dataplane.HookForward:
 		return []string{"mangle", "filter", "security"}
-	case "OUTPUT":
+	case dataplane.HookOutput:
 		return []string{"raw", "mangle", "nat", "filter", "security"}
-	case "POSTROUTING":
+	case dataplane.HookPostrouting:
 		return []string{"mangle", "nat"}
 	}
 	return nil
@@ -116,18 +105,14 @@ func hookTables(hook string) []string {
 // Walk returns every branch a new connection's first packet can take.
 func (w *Walker) Walk(p Packet) []dataplane.Branch {
 	start := &state{pkt: p, prob: 1}
-	var hooks []string
-	if p.Entry == dataplane.Output {
-		hooks = []string{"OUTPUT", "ROUTE", "POSTROUTING", "LOCALIN"}
-	} else {
-		hooks = []string{"PREROUTING", "ROUTE"}
-	}
 	var out []dataplane.Branch
-	w.runHooks(start, hooks, &out)
+	w.runHooks(start, dataplane.EntryHooks(p.Entry), &out)
 	return out
 }
 
-func (w *Walker) runHooks(s *state, hooks []string, out *[]dataplane.Branch) {
+// runHooks runs the hooks in turn, taking the routing decisions between
+// them on the destination as translated so far.
+func (w *Walker) runHooks(s *state, hooks []dataplane.Hook, out *[]dataplane.Branch) {
 	if len(hooks) == 0 {
 		if s.verdict == "" {
 			s.verdict = string(dataplane.Accept)
@@ -135,34 +120,16 @@ func (w *Walker) runHooks(s *state, hooks []string, out *[]dataplane.Branch) {
 		*out = append(*out, s.finish())
 		return
 	}
-	h := hooks[0]
-	rest := hooks[1:]
-	switch h {
-	case "ROUTE":
-		// Routing decision after DNAT: local destinations go to INPUT,
-		// others are forwarded.
-		if s.pkt.Entry == dataplane.Output {
-			w.runHooks(s, rest, out)
-			return
-		}
-		if w.env.IsLocal(s.pkt.Dst) {
-			w.runHooks(s, append([]string{"INPUT"}, rest...), out)
-		} else {
-			w.runHooks(s, append([]string{"FORWARD", "POSTROUTING"}, rest...), out)
-		}
-		return
-	case "LOCALIN":
-		if w.env.IsLocal(s.pkt.Dst) {
-			w.runHooks(s, append([]string{"INPUT"}, rest...), out)
-		} else {
-			w.runHooks(s, rest, out)
-		}
+	h, rest := hooks[0], hooks[1:]
+	if h.IsRoute() {
+		w.runHooks(s, h.Route(w.env.IsLocal(s.pkt.Dst), rest), out)
 		return
 	}
-	w.runTables(s, h, hookTables(h), rest, out)
+	// The built-in chains are named for their hook, in capitals.
+	w.runTables(s, strings.ToUpper(string(h)), hookTables(h), rest, out)
 }
 
-func (w *Walker) runTables(s *state, hook string, tables []string, rest []string, out *[]dataplane.Branch) {
+func (w *Walker) runTables(s *state, hook string, tables []string, rest []dataplane.Hook, out *[]dataplane.Branch) {
 	if len(tables) == 0 {
 		w.runHooks(s, rest, out)
 		return
