@@ -38,6 +38,8 @@ type cluster struct {
 	pods map[string]*lab.Pod
 	// mode and version of the kube-proxy on every node.
 	mode, version string
+	// matrix is the matrix's EndpointSlices with the lab's addresses.
+	matrix []matrixSlice
 }
 
 // svctrace runs the binary inside a node's network namespace against the
@@ -132,6 +134,10 @@ func buildSvctrace(t *testing.T) string {
 // version ("" for the lab's default) on both nodes and applies every
 // Service of the matrix.
 func startMatrix(t *testing.T, mode, version string) *cluster {
+	m, err := loadMatrix(matrixFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	l := lab.Start(t, lab.Options{Nodes: 2})
 	if version == "" {
 		version = l.ProxyVersion
@@ -160,7 +166,10 @@ func startMatrix(t *testing.T, mode, version string) *cluster {
 	add(lab.PodSpec{Node: "node2", Name: "client-2", NoAPIObject: true})
 
 	c.setZones(t, "")
-	l.Apply(t, services)
+	if c.matrix, err = m.expand(c.pods, c.nodeIP); err != nil {
+		t.Fatal(err)
+	}
+	l.Apply(t, m.services)
 	l.Apply(t, c.slices(nil))
 	for _, n := range []string{"node1", "node2"} {
 		if err := l.WaitSynced(n); err != nil {
@@ -187,53 +196,17 @@ func (c *cluster) setZones(t *testing.T, suffix string) {
 // slices returns every EndpointSlice of the matrix; change may edit the
 // endpoint lists by slice name first.
 func (c *cluster) slices(change func(name string, eps []endpoint) []endpoint) string {
-	ep := func(pod string) endpoint { return endpoint{pod: pod, ip: c.pods[pod].IP, node: c.pods[pod].Node} }
-	webEps := []endpoint{ep("web-1"), ep("web-2"), ep("web-3")}
-	http := []slicePort{{"http", "TCP", 8080}}
-	term := ep("web-3")
-	term.notReady, term.terminating = true, true
-	zoned := []endpoint{ep("web-1"), ep("web-2"), ep("web-3")}
-	zoned[0].zone, zoned[1].zone, zoned[2].zone = "zone-a", "zone-a", "zone-b"
-	type sl struct {
-		svc, name string
-		ports     []slicePort
-		eps       []endpoint
-	}
-	all := []sl{
-		{"web", "web-1", http, webEps},
-		{"web-np", "web-np-1", http, webEps},
-		{"web-lb", "web-lb-1", http, webEps},
-		{"web-ext", "web-ext-1", http, webEps},
-		{"web-local", "web-local-1", http, webEps},
-		{"web-itp", "web-itp-1", http, webEps},
-		{"sticky", "sticky-1", http, webEps},
-		{"named", "named-1", http, webEps},
-		{"multi", "multi-1", []slicePort{{"http", "TCP", 8080}, {"alt", "TCP", 8080}}, webEps},
-		{"dns", "dns-1", []slicePort{{"dns", "UDP", 5353}, {"dns-tcp", "TCP", 5353}}, []endpoint{ep("dns-1"), ep("dns-2")}},
-		{"sctp", "sctp-1", []slicePort{{"sctp", "SCTP", 9999}}, webEps},
-		{"empty", "empty-1", http, nil},
-		{"draining", "draining-1", http, []endpoint{term}},
-		{"zoned", "zoned-1", http, zoned},
-		{"kube-api", "kube-api-1", []slicePort{{"https", "TCP", 6443}}, []endpoint{{ip: c.Node("node1").IP}}},
-		{"hostnet", "hostnet-1", []slicePort{{"http", "TCP", 8081}}, []endpoint{{pod: "hostnet-1", ip: c.Node("node2").IP, node: "node2"}}},
-		{"local-node1", "local-node1-1", http, []endpoint{ep("web-1"), ep("web-2")}},
-		{"crowded", "crowded-1", http, []endpoint{ep("web-1"), ep("web-3"), {ip: lastPodHost, node: "node2"}}},
-	}
-	var docs []string
-	for _, s := range all {
-		eps := s.eps
-		if change != nil {
-			eps = change(s.name, eps)
-		}
-		docs = append(docs, sliceYAML(s.svc, s.name, s.ports, eps))
-	}
-	return strings.Join(docs, "---\n")
+	return slicesYAML(c.matrix, change)
 }
 
-// lastPodHost is the last host of the lab's cluster CIDR (10.244.0.0/16):
-// an endpoint there is where a probe standing for "a pod" would stand if it
-// did not avoid endpoints.
-const lastPodHost = "10.244.255.254"
+// nodeIP is the InternalIP of a lab node, false for no such node.
+func (c *cluster) nodeIP(name string) (string, bool) {
+	n := c.Node(name)
+	if n == nil {
+		return "", false
+	}
+	return n.IP, true
+}
 
 func clusterIP(t *testing.T, c *cluster, name string) string {
 	t.Helper()

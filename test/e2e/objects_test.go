@@ -4,7 +4,12 @@ package e2e
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/svctrace/svctrace/test/lab"
 )
 
 // endpoint is one EndpointSlice endpoint of the matrix.
@@ -70,173 +75,134 @@ ports:
 	return b.String()
 }
 
-// services is the matrix: one Service per case of the issue, all in
-// namespace default. %s placeholders are none; addresses are fixed.
-const services = `
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: default}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web-np, namespace: default}
-spec:
-  type: NodePort
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web-lb, namespace: default}
-spec:
-  type: LoadBalancer
-  selector: {app: web}
-  loadBalancerSourceRanges: [203.0.113.0/24]
-  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30082, protocol: TCP}]
-status:
-  loadBalancer:
-    ingress: [{ip: 198.51.100.50, ipMode: VIP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web-ext, namespace: default}
-spec:
-  selector: {app: web}
-  externalIPs: [198.51.100.7]
-  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web-local, namespace: default}
-spec:
-  type: NodePort
-  externalTrafficPolicy: Local
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30081, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web-itp, namespace: default}
-spec:
-  internalTrafficPolicy: Local
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: sticky, namespace: default}
-spec:
-  selector: {app: web}
-  sessionAffinity: ClientIP
-  sessionAffinityConfig: {clientIP: {timeoutSeconds: 600}}
-  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: named, namespace: default}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: web, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: multi, namespace: default}
-spec:
-  selector: {app: web}
-  ports:
-  - {name: http, port: 80, targetPort: 8080, protocol: TCP}
-  - {name: alt, port: 81, targetPort: 8080, protocol: TCP}
----
-apiVersion: v1
-kind: Service
-metadata: {name: dns, namespace: default}
-spec:
-  selector: {app: dns}
-  ports:
-  - {name: dns, port: 53, targetPort: 5353, protocol: UDP}
-  - {name: dns-tcp, port: 53, targetPort: 5353, protocol: TCP}
----
-apiVersion: v1
-kind: Service
-metadata: {name: sctp, namespace: default}
-spec:
-  selector: {app: web}
-  ports: [{name: sctp, port: 9999, targetPort: 9999, protocol: SCTP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: empty, namespace: default}
-spec:
-  selector: {app: nothing}
-  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: draining, namespace: default}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: zoned, namespace: default}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
----
-# The shapes every real cluster has (issue "Never a wrong answer"): an
-# endpoint on a node's own address without nodeName, as kube-apiserver
-# writes for default/kubernetes on a control-plane node ...
-apiVersion: v1
-kind: Service
-metadata: {name: kube-api, namespace: default}
-spec:
-  ports: [{name: https, port: 443, targetPort: 6443, protocol: TCP}]
----
-# ... a hostNetwork Pod behind a NodePort ...
-apiVersion: v1
-kind: Service
-metadata: {name: hostnet, namespace: default}
-spec:
-  type: NodePort
-  selector: {app: hostnet}
-  ports: [{name: http, port: 80, targetPort: 8081, nodePort: 30083, protocol: TCP}]
----
-# ... externalTrafficPolicy Local with no endpoint on node2, next to the
-# localhost NodePorts of iptables mode ...
-apiVersion: v1
-kind: Service
-metadata: {name: local-node1, namespace: default}
-spec:
-  type: NodePort
-  externalTrafficPolicy: Local
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30084, protocol: TCP}]
----
-# ... and an endpoint on the address a probe for "a pod" would take first
-# (the last host of the cluster CIDR), as on a node with many Pods.
-apiVersion: v1
-kind: Service
-metadata: {name: crowded, namespace: default}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: headless, namespace: default}
-spec:
-  clusterIP: None
-  selector: {app: web}
-  ports: [{port: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: extname, namespace: default}
-spec:
-  type: ExternalName
-  externalName: example.com
-`
+// sliceSpec is an EndpointSlice as the matrix file declares it.
+type sliceSpec struct {
+	service   string
+	Name      string         `yaml:"name"`
+	Ports     []portSpec     `yaml:"ports"`
+	Endpoints []endpointSpec `yaml:"endpoints"`
+}
+
+// portSpec is a port of an EndpointSlice in the matrix file.
+type portSpec struct {
+	Name     string `yaml:"name"`
+	Port     int    `yaml:"port"`
+	Protocol string `yaml:"protocol"`
+}
+
+// endpointSpec is an endpoint as the matrix file declares it: a lab pod,
+// or an address (explicit or a node's) with an optional pod and node.
+type endpointSpec struct {
+	Pod, Address, NodeAddress, Node string
+	NotReady, Terminating           bool
+	Zone                            string
+	// line is where the endpoint is in the file.
+	line int
+}
+
+// UnmarshalYAML takes a pod's name or a mapping of the endpoint's fields.
+func (e *endpointSpec) UnmarshalYAML(n *yaml.Node) error {
+	*e = endpointSpec{line: n.Line}
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!str":
+		e.Pod = n.Value
+		return nil
+	case n.Kind != yaml.MappingNode:
+		return fmt.Errorf("line %d: an endpoint is a pod's name or a mapping", n.Line)
+	}
+	for i := 0; i < len(n.Content); i += 2 {
+		switch k := n.Content[i]; k.Value {
+		case "pod", "address", "nodeAddress", "node", "ready", "terminating", "zone":
+		default:
+			return fmt.Errorf("line %d: unknown endpoint field %q", k.Line, k.Value)
+		}
+	}
+	var raw struct {
+		Pod         string `yaml:"pod"`
+		Address     string `yaml:"address"`
+		NodeAddress string `yaml:"nodeAddress"`
+		Node        string `yaml:"node"`
+		Ready       *bool  `yaml:"ready"`
+		Terminating bool   `yaml:"terminating"`
+		Zone        string `yaml:"zone"`
+	}
+	if err := n.Decode(&raw); err != nil {
+		return fmt.Errorf("endpoint at line %d: %w", n.Line, err)
+	}
+	e.Pod, e.Address, e.NodeAddress, e.Node = raw.Pod, raw.Address, raw.NodeAddress, raw.Node
+	e.NotReady = raw.Ready != nil && !*raw.Ready
+	e.Terminating, e.Zone = raw.Terminating, raw.Zone
+	return e.check()
+}
+
+// check tells whether the endpoint's fields go together.
+func (e endpointSpec) check() error {
+	switch {
+	case e.Address != "" && e.NodeAddress != "":
+		return fmt.Errorf("line %d: an endpoint has an address or a nodeAddress, not both", e.line)
+	case e.Address == "" && e.NodeAddress == "" && e.Pod == "":
+		return fmt.Errorf("line %d: an endpoint needs a pod, an address or a nodeAddress", e.line)
+	case e.Address == "" && e.NodeAddress == "" && e.Node != "":
+		return fmt.Errorf("line %d: an endpoint of pod %s is on the pod's node; node goes with an address or a nodeAddress", e.line, e.Pod)
+	}
+	if e.Address != "" {
+		if a, err := netip.ParseAddr(e.Address); err != nil || !a.Is4() {
+			return fmt.Errorf("line %d: endpoint address %q is no IPv4 address", e.line, e.Address)
+		}
+	}
+	return nil
+}
+
+// matrixSlice is an EndpointSlice of the matrix with its addresses.
+type matrixSlice struct {
+	service, name string
+	ports         []slicePort
+	endpoints     []endpoint
+}
+
+// expand gives the matrix's EndpointSlices the addresses of the lab's pods
+// and nodes: pods by name, nodeIP a node's InternalIP (false for no such
+// node).
+func (m *matrix) expand(pods map[string]*lab.Pod, nodeIP func(node string) (string, bool)) ([]matrixSlice, error) {
+	var out []matrixSlice
+	for _, s := range m.slices {
+		ms := matrixSlice{service: s.service, name: s.Name}
+		for _, p := range s.Ports {
+			ms.ports = append(ms.ports, slicePort{name: p.Name, proto: p.Protocol, port: p.Port})
+		}
+		for _, e := range s.Endpoints {
+			ep := endpoint{pod: e.Pod, ip: e.Address, node: e.Node, notReady: e.NotReady, terminating: e.Terminating, zone: e.Zone}
+			switch {
+			case e.NodeAddress != "":
+				ip, ok := nodeIP(e.NodeAddress)
+				if !ok {
+					return nil, fmt.Errorf("%s:%d: EndpointSlice %s: no lab node %s", m.name, e.line, s.Name, e.NodeAddress)
+				}
+				ep.ip = ip
+			case e.Address == "":
+				p, ok := pods[e.Pod]
+				if !ok {
+					return nil, fmt.Errorf("%s:%d: EndpointSlice %s: no lab pod %s", m.name, e.line, s.Name, e.Pod)
+				}
+				ep.ip, ep.node = p.IP, p.Node
+			}
+			ms.endpoints = append(ms.endpoints, ep)
+		}
+		out = append(out, ms)
+	}
+	return out, nil
+}
+
+// slicesYAML writes the EndpointSlices; change, if not nil, may first edit
+// each one's endpoints, by slice name.
+func slicesYAML(all []matrixSlice, change func(name string, eps []endpoint) []endpoint) string {
+	var docs []string
+	for _, s := range all {
+		eps := s.endpoints
+		if change != nil {
+			eps = change(s.name, eps)
+		}
+		docs = append(docs, sliceYAML(s.service, s.name, s.ports, eps))
+	}
+	return strings.Join(docs, "---\n")
+}
