@@ -8,6 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/analysis/analysistest"
 	"github.com/svctrace/svctrace/plugins/conntrack"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -22,8 +23,8 @@ func entry(proto, client, dst, reply string) conntrack.Entry {
 func TestCorrelateConntrack(t *testing.T) {
 	// The API no longer lists 10.244.0.6 for default/nginx; the kernel's
 	// rules (the capture) still do, as after a failed sync.
-	a := analyze2(t, func(c *snapshot.Cluster) {
-		s := slice(c, "default", "nginx-abc")
+	a := analysistest.Node1(t, func(c *snapshot.Cluster) {
+		s := analysistest.Slice(t, c, "default", "nginx-abc")
 		s.Endpoints = []discoveryv1.Endpoint{s.Endpoints[0], s.Endpoints[2]}
 	})
 	entries := []conntrack.Entry{
@@ -70,7 +71,7 @@ func TestCorrelateConntrack(t *testing.T) {
 // A UDP entry to a Service that has no endpoints is kept alive by its
 // client's packets, which then get neither a backend nor a reject.
 func TestConntrackNoEndpoints(t *testing.T) {
-	a := analyze2(t, func(c *snapshot.Cluster) { slice(c, "shop", "dns-1").Endpoints = nil })
+	a := analysistest.Node1(t, func(c *snapshot.Cluster) { analysistest.Slice(t, c, "shop", "dns-1").Endpoints = nil })
 	flows := a.CorrelateConntrack([]conntrack.Entry{entry("udp", "10.244.0.9:40008", "10.96.64.120:53", "10.96.64.120:53")})
 	if len(flows) != 1 || flows[0].Status != analysis.FlowStale || !strings.Contains(flows[0].Reason, "no reject") {
 		t.Errorf("flows %+v, want one stale flow that gets no reject", flows)
@@ -79,7 +80,7 @@ func TestConntrackNoEndpoints(t *testing.T) {
 
 // BenchmarkCorrelate100k ties 100,000 entries to the capture's frontends.
 func BenchmarkCorrelate100k(b *testing.B) {
-	a := analyze2(b, nil)
+	a := analysistest.Node1(b, nil)
 	eps := []string{"10.244.0.5:8080", "10.244.0.6:8080", "10.244.1.7:8080", "10.244.9.9:8080"}
 	entries := make([]conntrack.Entry, 0, 100000)
 	for i := range 100000 {

@@ -69,16 +69,7 @@ func endpointsByPort(all []discoveryv1.EndpointSlice, family corev1.IPFamily, no
 		}
 	}
 
-	out := make(map[portKey][]Endpoint, len(sets))
-	for key, set := range sets {
-		list := make([]Endpoint, 0, len(set))
-		for _, ep := range set {
-			list = append(list, ep)
-		}
-		sortEndpoints(list)
-		out[key] = list
-	}
-	return out
+	return sortedByPort(sets)
 }
 
 // makeEndpoint converts one slice endpoint for one port number.
@@ -123,4 +114,19 @@ func sortEndpoints(eps []Endpoint) {
 	slices.SortFunc(eps, func(a, b Endpoint) int {
 		return cmp.Compare(a.String(), b.String())
 	})
+}
+
+// sortedByPort turns per-port sets of endpoints (keyed by their string)
+// into sorted lists.
+func sortedByPort(sets map[portKey]map[string]Endpoint) map[portKey][]Endpoint {
+	out := make(map[portKey][]Endpoint, len(sets))
+	for key, set := range sets {
+		list := make([]Endpoint, 0, len(set))
+		for _, ep := range set {
+			list = append(list, ep)
+		}
+		sortEndpoints(list)
+		out[key] = list
+	}
+	return out
 }

@@ -106,16 +106,7 @@ func endpointsObjectsByPort(all []corev1.Endpoints, use map[string]bool, family 
 		}
 	}
 
-	out := make(map[portKey][]Endpoint, len(sets))
-	for key, set := range sets {
-		list := make([]Endpoint, 0, len(set))
-		for _, ep := range set {
-			list = append(list, ep)
-		}
-		sortEndpoints(list)
-		out[key] = list
-	}
-	return out
+	return sortedByPort(sets)
 }
 
 // addEndpointsAddress adds one address of an Endpoints subset for one port

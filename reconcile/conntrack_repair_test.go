@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/svctrace/svctrace/analysis"
-	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/analysis/analysistest"
 	"github.com/svctrace/svctrace/plugins/conntrack"
-	"github.com/svctrace/svctrace/snapshot"
 )
 
 // fakeTable is a conntrack table in memory: the unit tests' edge of the
@@ -82,32 +78,6 @@ func entry(proto, client, dst, reply string) conntrack.Entry {
 		Reply: conntrack.Tuple{Src: r.Addr(), Dst: c.Addr(), SrcPort: r.Port(), DstPort: c.Port()}}
 }
 
-// analyzed is node1 of the two-nodes capture.
-func analyzed(t *testing.T) *analysis.NodeAnalysis {
-	t.Helper()
-	const dir = "../testdata/kube-proxy-v1.36.3/two-nodes/"
-	objs, err := os.ReadFile(dir + "objects.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := model.DecodeObjects(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dump, err := os.ReadFile(dir + "node1.iptables-save.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind, Cluster: c,
-		Metadata: snapshot.Metadata{CreationTimestamp: time.Now()},
-		Nodes:    []snapshot.NodeState{{Name: "node1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPTablesSave, Family: "IPv4", Text: string(dump)}}}}}
-	a, err := analysis.Analyze(s, "node1", "IPv4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 func tableWithStale() *fakeTable {
 	return &fakeTable{entries: []conntrack.Entry{
 		entry("tcp", "10.244.0.9:40001", "10.96.94.233:80", "10.244.0.5:8080"),  // fine
@@ -121,7 +91,7 @@ func tableWithStale() *fakeTable {
 // deleted, the table is read again for the node's frontends only, and
 // nothing stale remains.
 func TestRepairConntrackDeletesOnlyStale(t *testing.T) {
-	a := analyzed(t)
+	a := analysistest.Node1(t, nil)
 	table := tableWithStale()
 	entries, err := ReadConntrack(context.Background(), table, a)
 	if err != nil {
@@ -151,7 +121,7 @@ func TestRepairConntrackDeletesOnlyStale(t *testing.T) {
 // TestRepairConntrackGoneAndErrors: an entry that vanished before its turn
 // counts as gone; a failing delete stops the repair with the entry named.
 func TestRepairConntrackGoneAndErrors(t *testing.T) {
-	a := analyzed(t)
+	a := analysistest.Node1(t, nil)
 	table := tableWithStale()
 	table.vanish = "10.244.0.9:40002"
 	flows := a.CorrelateConntrack(table.entries)
