@@ -9,7 +9,8 @@ import (
 	"testing"
 )
 
-// TestREADME runs every command of every ```console block of README.md and
+// TestREADME runs every command of every ```console block of README.md (and
+// of the plane READMEs) and
 // compares its output (stdout, then stderr) with the lines that follow it
 // in the block. "$ kubectl svctrace …" runs the CLI in-process; "$ echo $?"
 // prints the exit code of the command before it. A line that is "..."
@@ -29,7 +30,17 @@ func TestREADME(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(top, "README.md")
+	for _, doc := range readmes {
+		t.Run(doc, func(t *testing.T) { checkReadme(t, top, doc) })
+	}
+}
+
+// readmes are the documents whose examples are checked: the top README and
+// each plane's (their commands run from the top of the repository too).
+var readmes = []string{"README.md", "plugins/iptables/README.md", "plugins/nftables/README.md"}
+
+func checkReadme(t *testing.T, top, doc string) {
+	path := filepath.Join(top, doc)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -37,10 +48,10 @@ func TestREADME(t *testing.T) {
 	lines := strings.Split(string(data), "\n")
 	blocks, err := parseConsoleBlocks(lines)
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("%s: %v", doc, err)
 	}
 	if len(blocks) == 0 {
-		t.Fatal("README.md has no ```console block")
+		t.Fatalf("%s has no ```console block", doc)
 	}
 	var edits []readmeEdit
 	for _, b := range blocks {
@@ -51,7 +62,7 @@ func TestREADME(t *testing.T) {
 			for _, c := range b.commands {
 				got, code, err := c.execute(t, last)
 				if err != nil {
-					t.Fatalf("README.md:%d: %v", c.line+1, err)
+					t.Fatalf("%s:%d: %v", doc, c.line+1, err)
 				}
 				last = code
 				shown := lines[c.outStart:c.outEnd]
@@ -59,16 +70,16 @@ func TestREADME(t *testing.T) {
 				if err := matchElided(want, got); err == nil {
 					continue
 				} else if !*update {
-					t.Errorf("README.md:%d: the output of %q is not what the README shows (%v).\nREADME.md:%d-%d:\n%s\nreal output:\n%s\n(go test ./cmd/kubectl-svctrace -run TestREADME -update rewrites the README from the real output)",
-						c.line+1, c.text, err, c.outStart+1, c.outEnd, strings.Join(shown, "\n"), strings.Join(got, "\n"))
+					t.Errorf("%s:%d: the output of %q is not what the README shows (%v).\n%s:%d-%d:\n%s\nreal output:\n%s\n(go test ./cmd/kubectl-svctrace -run TestREADME -update rewrites the README from the real output)",
+						doc, c.line+1, c.text, err, doc, c.outStart+1, c.outEnd, strings.Join(shown, "\n"), strings.Join(got, "\n"))
 					continue
 				}
 				repl, dropped := reElide(want, got)
 				for _, d := range dropped {
-					t.Logf("README.md:%d: elision dropped: the lines around it are no longer in the output", c.outStart+d+1)
+					t.Logf("%s:%d: elision dropped: the lines around it are no longer in the output", doc, c.outStart+d+1)
 				}
 				if err := matchElided(repl, got); err != nil {
-					t.Fatalf("README.md:%d: rewritten output does not match (%v): a bug in reElide", c.line+1, err)
+					t.Fatalf("%s:%d: rewritten output does not match (%v): a bug in reElide", doc, c.line+1, err)
 				}
 				// Keep the blank lines that set the output off from the
 				// next command.
@@ -85,7 +96,7 @@ func TestREADME(t *testing.T) {
 		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("rewrote %d outputs in README.md", len(edits))
+		t.Logf("rewrote %d outputs in %s", len(edits), doc)
 	}
 }
 
