@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
-	"github.com/svctrace/svctrace/snapshot"
-	yaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // objectHeader is what is read of a document before decoding it typed.
@@ -47,79 +47,42 @@ type decoder struct {
 
 // DecodeObjects reads Node, Service, EndpointSlice, Endpoints and Pod
 // objects from a v1 List (as `kubectl get -o yaml` prints), typed lists
-// (PodList, ...), or a multi-document YAML (or JSON) stream of objects.
-// Other kinds are ignored and reported in the returned notes. PodsListed
-// is set when a Pod or a PodList was present, EndpointsListed likewise for
-// Endpoints. Errors name the document (1-based) and, for lists, the item
-// (0-based), with the object's kind.
+// (PodList, ...), or a multi-document YAML (or JSON) stream of objects,
+// split and converted to JSON as kubectl reads the files of -f (so by
+// sigs.k8s.io/yaml). Other kinds are ignored and reported in the returned
+// notes. PodsListed is set when a Pod or a PodList was present,
+// EndpointsListed likewise for Endpoints. Errors name the document
+// (1-based, counting the documents that hold something; a YAML syntax
+// error's line is counted from the start of its document) and, for lists,
+// the item (0-based), with the object's kind.
 func DecodeObjects(data []byte) (*snapshot.Cluster, []string, error) {
 	d := &decoder{ignored: map[string]int{}}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for doc := 1; ; doc++ {
-		var v any
-		err := dec.Decode(&v)
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for doc := 1; ; {
+		var js json.RawMessage
+		err := dec.Decode(&js)
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, nil, fmt.Errorf("document %d: cut short: %w", doc, err)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("document %d: %w", doc, err)
 		}
-		if v == nil {
-			continue
-		}
-		jv, err := jsonValue(v)
-		if err != nil {
-			return nil, nil, fmt.Errorf("document %d: %w", doc, err)
-		}
-		js, err := json.Marshal(jv)
-		if err != nil {
-			return nil, nil, fmt.Errorf("document %d: convert to JSON: %w", doc, err)
+		if len(js) == 0 || bytes.Equal(js, []byte("null")) {
+			continue // a document of comments or nothing
 		}
 		if err := d.object(js, fmt.Sprintf("document %d", doc), "", 0); err != nil {
 			return nil, nil, err
 		}
+		doc++
 	}
 	notes := make([]string, 0, len(d.order))
 	for _, what := range d.order {
 		notes = append(notes, fmt.Sprintf("ignored %d %s object(s)", d.ignored[what], what))
 	}
 	return &d.c, notes, nil
-}
-
-// jsonValue turns a decoded YAML value into one encoding/json accepts:
-// mapping keys become strings.
-func jsonValue(v any) (any, error) {
-	switch t := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, val := range t {
-			ks, ok := k.(string)
-			if !ok {
-				ks = fmt.Sprint(k)
-			}
-			jv, err := jsonValue(val)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", ks, err)
-			}
-			m[ks] = jv
-		}
-		return m, nil
-	case []any:
-		out := make([]any, len(t))
-		for i, val := range t {
-			jv, err := jsonValue(val)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
-			}
-			out[i] = jv
-		}
-		return out, nil
-	case float64:
-		if math.IsNaN(t) || math.IsInf(t, 0) {
-			return nil, fmt.Errorf("number %v has no JSON form", t)
-		}
-	}
-	return v, nil
 }
 
 // object decodes one object or list; defaultKind applies to list items
