@@ -127,6 +127,9 @@ type Rule struct {
 	// Service is the Service port ("ns/name:port") the rule belongs to,
 	// when the plane can tell (kube-proxy's comments, chain names).
 	Service string `json:"service,omitempty"`
+	// Endpoint is the endpoint ("ip:port") the rule is one endpoint's
+	// rule of, when it is.
+	Endpoint string `json:"endpoint,omitempty"`
 	// Shared marks the plumbing every path goes through (the jumps from
 	// the built-in chains, the filter passes, the masquerade rules), as
 	// opposed to the Service's own rules.

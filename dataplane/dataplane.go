@@ -101,8 +101,11 @@ type Hop struct {
 	// Line is a line of the dump (iptables) rather than a handle.
 	Text    string
 	Service string
-	Shared  bool
-	ByLine  bool
+	// Endpoint is the endpoint ("ip:port") the hop is on the way to,
+	// when the hop is one endpoint's (its chain, its map element).
+	Endpoint string
+	Shared   bool
+	ByLine   bool
 }
 
 func (h Hop) String() string { return h.Rule }

@@ -257,7 +257,7 @@ func hopRules(hops []Hop) []behavior.Rule {
 			continue
 		}
 		out = append(out, behavior.Rule{Table: h.Table, Chain: h.Chain, Line: h.Line, Text: h.Text,
-			Element: h.Element, Service: h.Service, Shared: h.Shared})
+			Element: h.Element, Service: h.Service, Endpoint: h.Endpoint, Shared: h.Shared})
 	}
 	return out
 }

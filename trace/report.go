@@ -81,9 +81,10 @@ type Hop struct {
 	// Service is the Service port the rule belongs to, when its plane can
 	// tell; Shared marks plumbing every path goes through; ByLine says
 	// Line is a line of the dump rather than a rule handle.
-	Service string `json:"service,omitempty"`
-	Shared  bool   `json:"shared,omitempty"`
-	ByLine  bool   `json:"byLine,omitempty"`
+	Service  string `json:"service,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Shared   bool   `json:"shared,omitempty"`
+	ByLine   bool   `json:"byLine,omitempty"`
 }
 
 // DeepCopyObject implements runtime.Object for the printers.

@@ -87,7 +87,7 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 		}
 		for _, h := range b.Hops {
 			tb.Hops = append(tb.Hops, Hop{Table: h.Table, Chain: h.Chain, Line: h.Line, Rule: h.Rule, Element: h.Element, Probability: h.Probability,
-				Service: h.Service, Shared: h.Shared, ByLine: h.ByLine})
+				Service: h.Service, Endpoint: h.Endpoint, Shared: h.Shared, ByLine: h.ByLine})
 			if tb.Service == "" && !h.IsPolicy {
 				tb.Service = h.Service
 			}

@@ -34,6 +34,7 @@ func (a annotated) Walk(p dataplane.Packet) []dataplane.Branch {
 func (a annotated) describe(h *dataplane.Hop) {
 	h.ByLine = true
 	if h.IsPolicy {
+		h.Shared = true // a chain's policy is no Service's
 		return
 	}
 	h.Text = h.Table + ": " + h.Rule
@@ -44,6 +45,15 @@ func (a annotated) describe(h *dataplane.Hop) {
 	if r := a.rule(h); r != nil {
 		if spn, ok := SPNFromComment(r.Comment()); ok {
 			h.Service = spn
+		}
+		// "ns/name:port -> 10.244.1.10:8080" picks an endpoint's chain.
+		if _, ep, ok := strings.Cut(r.Comment(), " -> "); ok {
+			h.Endpoint = ep
+		}
+	}
+	if strings.HasPrefix(h.Chain, PrefixSEP) {
+		if c := a.rs.Chain(h.Table, h.Chain); c != nil {
+			h.Endpoint = dnatTarget(c)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package nftables
 
 import (
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -28,6 +30,7 @@ func (a annotated) Walk(p dataplane.Packet) []dataplane.Branch {
 
 func describe(h *dataplane.Hop) {
 	if h.IsPolicy {
+		h.Shared = true // a chain's policy is no Service's
 		return
 	}
 	h.Text = h.Table + " " + h.Chain + ": " + h.Rule
@@ -38,6 +41,36 @@ func describe(h *dataplane.Hop) {
 	if spn, _, ok := SPNFromName(h.Chain); ok {
 		h.Service = spn
 	}
+	h.Endpoint = endpointOf(h)
+}
+
+// endpointOf is the endpoint a hop is one endpoint's hop of: its chain
+// (endpoint-HASH-ns/name/proto/port__10.244.1.10/8080) or the element of a
+// numgen map it picked ("0 : 10.244.1.10 . 8080").
+func endpointOf(h *dataplane.Hop) string {
+	if strings.HasPrefix(h.Chain, prefixEndpoint) {
+		if _, ep, ok := strings.Cut(h.Chain, "__"); ok {
+			if i := strings.LastIndex(ep, "/"); i > 0 {
+				return hostPort(ep[:i], ep[i+1:])
+			}
+		}
+	}
+	if _, v, ok := strings.Cut(h.Element, " : "); ok {
+		if ip, port, ok := strings.Cut(v, " . "); ok {
+			return hostPort(ip, port)
+		}
+	}
+	return ""
+}
+
+// hostPort joins an address and a port ("" unless both read).
+func hostPort(ip, port string) string {
+	a, err := netip.ParseAddr(ip)
+	p, perr := strconv.ParseUint(port, 10, 16)
+	if err != nil || perr != nil {
+		return ""
+	}
+	return netip.AddrPortFrom(a, uint16(p)).String()
 }
 
 func perService(chain string) bool {
