@@ -86,8 +86,12 @@ func Analyze(s *snapshot.Snapshot, node, family string) (*NodeAnalysis, error) {
 	}
 	a.NodeIPs = nodeIPs(a.View, ns, family)
 	a.LocalAddrs = localAddrs(a.NodeIPs, ns.Addresses, family)
-	in := dataplane.ObserveInput{Node: node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: behavior.ParsePrefixes(a.Config.ClusterCIDRs),
-		LocalAddrs: a.LocalAddrs[len(a.NodeIPs):], Taken: endpointAddrs(a.View)}
+	cidrs := behavior.ParsePrefixes(a.Config.ClusterCIDRs)
+	// One probe space for both sides, so that they stand for each source
+	// class with the same address.
+	space := behavior.NewProbeSpace(cidrs, a.LocalAddrs, endpointAddrs(a.View))
+	in := dataplane.ObserveInput{Node: node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: cidrs,
+		LocalAddrs: a.LocalAddrs[len(a.NodeIPs):], Probes: space}
 	if a.View != nil {
 		if len(a.View.NodeIPs) == 0 && len(ns.Addresses) > 0 {
 			a.View.NodeIPs = ns.Addresses
@@ -103,7 +107,7 @@ func Analyze(s *snapshot.Snapshot, node, family string) (*NodeAnalysis, error) {
 		}
 		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: local,
 			NodePortIPs: inf.NodePortIPs, NodePortIPsKnown: inf.NodePortIPsKnown,
-			Probes: behavior.ProbeSpace{ClusterCIDRs: in.ClusterCIDRs, NodeIPs: a.LocalAddrs, Taken: in.Taken}})
+			Probes: space})
 		a.Notes = append(a.Notes, notes...)
 		in.Expected = a.Expected.Frontends
 	}

@@ -41,6 +41,21 @@ type ProbeSpace struct {
 	// from one of them arriving on an interface is a martian, not a
 	// client).
 	Taken map[netip.Addr]bool
+	// free remembers FreeHost's answers (see NewProbeSpace): on a node
+	// whose endpoints fill the cluster CIDR from its top, finding a free
+	// address is a long walk, and every frontend asks for the same ones.
+	free map[netip.Prefix]freeHost
+}
+
+type freeHost struct {
+	addr netip.Addr
+	ok   bool
+}
+
+// NewProbeSpace returns a space that remembers the free hosts it found; it
+// is for one analysis (its Taken must not change after).
+func NewProbeSpace(clusterCIDRs []netip.Prefix, nodeIPs []netip.Addr, taken map[netip.Addr]bool) ProbeSpace {
+	return ProbeSpace{ClusterCIDRs: clusterCIDRs, NodeIPs: nodeIPs, Taken: taken, free: map[netip.Prefix]freeHost{}}
 }
 
 // taken reports whether a may not stand for a client from outside the
@@ -62,6 +77,17 @@ func (s ProbeSpace) taken(a netip.Addr) bool {
 // range, whose sources are the node itself).
 func (s ProbeSpace) FreeHost(p netip.Prefix) (netip.Addr, bool) {
 	p = p.Masked()
+	if f, ok := s.free[p]; ok {
+		return f.addr, f.ok
+	}
+	a, ok := s.freeHost(p)
+	if s.free != nil {
+		s.free[p] = freeHost{a, ok}
+	}
+	return a, ok
+}
+
+func (s ProbeSpace) freeHost(p netip.Prefix) (netip.Addr, bool) {
 	if p.Addr().IsLoopback() {
 		return netip.Addr{}, false
 	}

@@ -22,9 +22,10 @@ type ObserveInput struct {
 	// addresses of its other interfaces, when known): a packet DNATed to
 	// one of them is delivered locally, never forwarded.
 	LocalAddrs []netip.Addr
-	// Taken are addresses no probe may use (every endpoint of the API):
-	// see behavior.ProbeSpace.
-	Taken map[netip.Addr]bool
+	// Probes is the space probe sources are chosen from (no endpoint of
+	// the API, no address of the node): see behavior.ProbeSpace. Its
+	// NodeIPs are NodeIPs then LocalAddrs.
+	Probes behavior.ProbeSpace
 	// Expected frontends are walked even when the state does not mention
 	// them, so a missing frontend shows as unhandled; their kinds and
 	// services name what the state alone cannot.
@@ -43,7 +44,10 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 		t.Notes = append(t.Notes, fmt.Sprintf("node addresses unknown: %s stands in for the node's address", pr.Node))
 	}
 	env := &Env{LocalAddrs: append(append([]netip.Addr(nil), nodeIPs...), in.LocalAddrs...)}
-	space := behavior.ProbeSpace{ClusterCIDRs: in.ClusterCIDRs, NodeIPs: env.LocalAddrs, Taken: in.Taken}
+	space := in.Probes
+	if len(space.NodeIPs) == 0 {
+		space = behavior.NewProbeSpace(in.ClusterCIDRs, env.LocalAddrs, space.Taken)
+	}
 	w := p.Walker(env)
 
 	keys := map[behavior.Key]*behavior.Frontend{}

@@ -17,8 +17,22 @@ var sharedChains = map[string]bool{
 // know no iptables: the rule as shown, its Service (kube-proxy's comment)
 // and whether it is shared plumbing (the filter passes included).
 type annotated struct {
-	w  *Walker
-	rs *Ruleset
+	w *Walker
+	// byLine finds a hop's rule: lines are unique in a dump, and a long
+	// chain (KUBE-SERVICES) must not be scanned for every hop.
+	byLine map[int]*Rule
+}
+
+func newAnnotated(w *Walker, rs *Ruleset) annotated {
+	a := annotated{w: w, byLine: map[int]*Rule{}}
+	for _, t := range rs.Tables {
+		for _, c := range t.Chains {
+			for _, r := range c.Rules {
+				a.byLine[r.Line] = r
+			}
+		}
+	}
+	return a
 }
 
 func (a annotated) Walk(p dataplane.Packet) []dataplane.Branch {
@@ -52,22 +66,19 @@ func (a annotated) describe(h *dataplane.Hop) {
 		}
 	}
 	if strings.HasPrefix(h.Chain, PrefixSEP) {
-		if c := a.rs.Chain(h.Table, h.Chain); c != nil {
+		// Every rule of an endpoint's chain leads to the endpoint its
+		// DNAT rule names.
+		if c := a.w.rs.Chain(h.Table, h.Chain); c != nil {
 			h.Endpoint = dnatTarget(c)
 		}
 	}
 }
 
-// rule finds the hop's rule by its line.
+// rule finds the hop's rule by its line (a rule of another chain on the
+// same line would be an excerpt's merge: then none).
 func (a annotated) rule(h *dataplane.Hop) *Rule {
-	c := a.rs.Chain(h.Table, h.Chain)
-	if c == nil {
-		return nil
-	}
-	for _, r := range c.Rules {
-		if r.Line == h.Line {
-			return r
-		}
+	if r := a.byLine[h.Line]; r != nil && r.Chain == h.Chain {
+		return r
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func (p *Plane) HasKubeProxy() bool { return HasKubeChains(p.Rules) }
 
 // Walker implements dataplane.Plane.
 func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
-	return annotated{w: NewWalker(p.Rules, env), rs: p.Rules}
+	return newAnnotated(NewWalker(p.Rules, env), p.Rules)
 }
 
 // Frontends implements dataplane.Plane.

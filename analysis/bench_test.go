@@ -1,0 +1,81 @@
+package analysis_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/snapshot/snapshottest"
+)
+
+// TestSyntheticNodeHealthy keeps the benchmarks' node honest: it is what
+// kube-proxy would program for its objects, so drift finds nothing, and
+// every Service is checked.
+func TestSyntheticNodeHealthy(t *testing.T) {
+	r, err := analysis.Drift(snapshottest.Node(50, 4), analysis.DriftOptions{Family: "IPv4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 0 {
+		t.Errorf("%d findings on the synthetic node, first: %+v", len(r.Findings), r.Findings[0])
+	}
+	if r.Nodes[0].Frontends != 50 {
+		t.Errorf("%d frontends checked, want 50", r.Nodes[0].Frontends)
+	}
+	// And it can fail: an endpoint the API no longer lists is still in
+	// the rules.
+	s := snapshottest.Node(50, 4)
+	s.Cluster.EndpointSlices[7].Endpoints = s.Cluster.EndpointSlices[7].Endpoints[1:]
+	r, err = analysis.Drift(s, analysis.DriftOptions{Family: "IPv4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 1 || r.Findings[0].Type != "StaleEndpoint" || r.Findings[0].Service != "ns-7/svc-7:http" {
+		t.Errorf("findings %+v, want one StaleEndpoint of ns-7/svc-7:http", r.Findings)
+	}
+}
+
+// benchmarkAnalyze is the whole analysis of a node whose snapshot is in
+// memory (as in the agent): parse, expected, observe, compare.
+func benchmarkAnalyze(b *testing.B, services int) {
+	s := snapshottest.Node(services, 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := analysis.Analyze(s, "node1", "IPv4")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(a.Findings) != 0 {
+			b.Fatalf("%d findings", len(a.Findings))
+		}
+	}
+}
+
+func BenchmarkAnalyze1k(b *testing.B)  { benchmarkAnalyze(b, 1000) }
+func BenchmarkAnalyze10k(b *testing.B) { benchmarkAnalyze(b, 10000) }
+
+// benchmarkLoad reads a snapshot file of the node in the given format.
+func benchmarkLoad(b *testing.B, services int, ext string) {
+	path := filepath.Join(b.TempDir(), "snap."+ext)
+	if err := snapshot.Save(snapshottest.Node(services, 10), path); err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := snapshot.Load(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoadYAML1k(b *testing.B)  { benchmarkLoad(b, 1000, "yaml") }
+func BenchmarkLoadYAML10k(b *testing.B) { benchmarkLoad(b, 10000, "yaml") }
+func BenchmarkLoadJSON1k(b *testing.B)  { benchmarkLoad(b, 1000, "json") }
+func BenchmarkLoadJSON10k(b *testing.B) { benchmarkLoad(b, 10000, "json") }
