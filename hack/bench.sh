@@ -22,7 +22,7 @@ echo "$out" | awk '
 # the same run, then correlated with Services.
 if [ "$(id -u)" = 0 ] && command -v conntrack >/dev/null 2>&1; then
 	echo
-	SVCTRACE_BENCH_CONNTRACK=1 go test ./plugins/conntrack/ -run TestDumpVersusConntrackCLI -count=1 -v |
+	go test -tags bench ./plugins/conntrack/ -run TestDumpVersusConntrackCLI -count=1 -v |
 		sed -n '/method (best of 3)/,/^$/p' | sed 's/^ *//'
 	go test ./analysis/ -run XXX -bench Correlate100k -benchmem -benchtime 3x | grep '^Benchmark'
 else
