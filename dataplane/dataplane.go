@@ -94,18 +94,25 @@ type Hop struct {
 	Probability float64
 	// IsPolicy marks a chain policy rather than a rule.
 	IsPolicy bool
-	// The plane's description of the hop, so that nothing outside the
-	// plane reads rule text: Text is the rule as shown in reports (with
-	// its table and chain); Service the Service port it belongs to, when
-	// known; Shared marks plumbing every path goes through; ByLine says
-	// Line is a line of the dump (iptables) rather than a handle.
-	Text    string
+}
+
+// HopInfo is a plane's description of a hop, so that nothing outside the
+// plane reads rule text. Walks leave it out (a walk makes many hops that
+// nobody shows); Plane.Describe gives it for the hops a reader keeps.
+type HopInfo struct {
+	// Text is the rule as shown in reports, with its table and chain.
+	Text string
+	// Service is the Service port ("ns/name:port") the hop belongs to,
+	// when the plane can tell.
 	Service string
 	// Endpoint is the endpoint ("ip:port") the hop is on the way to,
 	// when the hop is one endpoint's (its chain, its map element).
 	Endpoint string
-	Shared   bool
-	ByLine   bool
+	// Shared marks plumbing every path goes through.
+	Shared bool
+	// ByLine says Hop.Line is a line of the dump (iptables) rather than a
+	// rule handle (nftables).
+	ByLine bool
 }
 
 func (h Hop) String() string { return h.Rule }
@@ -184,6 +191,9 @@ type Plane interface {
 	// Conflicts are findings the state gives whichever mode is active
 	// (iptables: kube-proxy's chains in both backends).
 	Conflicts(node string) []behavior.Finding
+	// Describe tells what a hop is, from the plane's knowledge of its
+	// rules (see HopInfo).
+	Describe(h Hop) HopInfo
 	// OwnsRule reports whether a rule on a path belongs to one of the
 	// Service ports spns ("ns/name:port", "ns/name"), by the plane's own
 	// naming of a Service's objects, for rules that name no Service

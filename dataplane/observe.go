@@ -76,7 +76,7 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 	}
 	for _, k := range order {
 		f := keys[k]
-		observeFrontend(w, env, f, space)
+		observeFrontend(w, p.Describe, env, f, space)
 		t.Frontends = append(t.Frontends, *f)
 	}
 	t.Notes = append(t.Notes, p.Notes()...)
@@ -88,7 +88,7 @@ func addrKey(k behavior.Key) string {
 	return fmt.Sprintf("%s/%d/%s", k.IP, k.Port, k.Protocol)
 }
 
-func observeFrontend(w Walker, env *Env, f *behavior.Frontend, space behavior.ProbeSpace) {
+func observeFrontend(w Walker, describe func(Hop) HopInfo, env *Env, f *behavior.Frontend, space behavior.ProbeSpace) {
 	dst := space.NodeIPs[0]
 	if f.Key.IP != "" {
 		if a, err := netip.ParseAddr(f.Key.IP); err == nil {
@@ -113,7 +113,7 @@ func observeFrontend(w Walker, env *Env, f *behavior.Frontend, space behavior.Pr
 		case behavior.FromExternal:
 			br = w.Walk(pkt(probes.External, Prerouting))
 		}
-		f.Outcomes[c] = summarize(br)
+		f.Outcomes[c] = summarize(br, describe)
 		if f.Affinity == nil {
 			f.Affinity = affinityOf(br)
 		}
@@ -151,7 +151,7 @@ func observeFirewall(w Walker, f *behavior.Frontend, space behavior.ProbeSpace, 
 	probes := space.Choose(cands)
 	cands = mergePrefixes(cands, sourceCandidates(w.Walk(pkt(probes.External, Prerouting)), space.ClusterCIDRs))
 	probes = space.Choose(cands)
-	outside := summarize(w.Walk(pkt(probes.Outside, Prerouting)))
+	outside := summarize(w.Walk(pkt(probes.Outside, Prerouting)), nil)
 	if len(cands) == 0 || outside.Verdict == behavior.Forward {
 		return nil, ""
 	}
@@ -164,7 +164,7 @@ func observeFirewall(w Walker, f *behavior.Frontend, space behavior.ProbeSpace, 
 		if !ok {
 			continue
 		}
-		if summarize(w.Walk(pkt(h, Prerouting))).Verdict == behavior.Forward {
+		if summarize(w.Walk(pkt(h, Prerouting)), nil).Verdict == behavior.Forward {
 			allowed = append(allowed, c.String())
 		}
 	}
@@ -174,8 +174,9 @@ func observeFirewall(w Walker, f *behavior.Frontend, space behavior.ProbeSpace, 
 	return allowed, outside.Verdict
 }
 
-// summarize turns the branches of one walk into an outcome.
-func summarize(br []Branch) behavior.Outcome {
+// summarize turns the branches of one walk into an outcome; describe (nil:
+// the rules are not wanted, only the verdict) describes the hops kept.
+func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 	var o behavior.Outcome
 	backends := map[string]*behavior.Backend{}
 	var order []string
@@ -184,7 +185,7 @@ func summarize(br []Branch) behavior.Outcome {
 	addBackend := func(ep string, b Branch) {
 		bk, ok := backends[ep]
 		if !ok {
-			bk = &behavior.Backend{Endpoint: ep, Rules: hopRules(b.Hops)}
+			bk = &behavior.Backend{Endpoint: ep, Rules: hopRules(b.Hops, describe)}
 			backends[ep] = bk
 			order = append(order, ep)
 		}
@@ -203,11 +204,11 @@ func summarize(br []Branch) behavior.Outcome {
 			addBackend("local:"+b.Redirect+" (userspace proxy)", b)
 		case b.Verdict == Reject:
 			rejectP += b.Probability
-			o.Reason, o.Rules = b.Reason, hopRules(b.Hops)
+			o.Reason, o.Rules = b.Reason, hopRules(b.Hops, describe)
 		case b.Verdict == Drop:
 			dropP += b.Probability
 			if o.Reason == "" || rejectP == 0 {
-				o.Reason, o.Rules = b.Reason, hopRules(b.Hops)
+				o.Reason, o.Rules = b.Reason, hopRules(b.Hops, describe)
 			}
 		}
 	}
@@ -228,7 +229,7 @@ func summarize(br []Branch) behavior.Outcome {
 	default:
 		o.Verdict = behavior.Unhandled
 		if len(br) > 0 {
-			o.Rules = hopRules(br[0].Hops)
+			o.Rules = hopRules(br[0].Hops, describe)
 		}
 	}
 	return o
@@ -252,16 +253,20 @@ func round(p float64) float64 {
 	return r
 }
 
-// hopRules describes a path's rules, as its plane annotated the hops
-// (policies are no rules).
-func hopRules(hops []Hop) []behavior.Rule {
+// hopRules describes a path's rules as its plane does (policies are no
+// rules); nil describe wants none.
+func hopRules(hops []Hop, describe func(Hop) HopInfo) []behavior.Rule {
+	if describe == nil {
+		return nil
+	}
 	out := make([]behavior.Rule, 0, len(hops))
 	for _, h := range hops {
 		if h.IsPolicy {
 			continue
 		}
-		out = append(out, behavior.Rule{Table: h.Table, Chain: h.Chain, Line: h.Line, Text: h.Text,
-			Element: h.Element, Service: h.Service, Endpoint: h.Endpoint, Shared: h.Shared})
+		d := describe(h)
+		out = append(out, behavior.Rule{Table: h.Table, Chain: h.Chain, Line: h.Line, Text: d.Text,
+			Element: h.Element, Service: d.Service, Endpoint: d.Endpoint, Shared: d.Shared})
 	}
 	return out
 }

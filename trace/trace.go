@@ -86,10 +86,11 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 			}
 		}
 		for _, h := range b.Hops {
+			d := a.Plane.Describe(h)
 			tb.Hops = append(tb.Hops, Hop{Table: h.Table, Chain: h.Chain, Line: h.Line, Rule: h.Rule, Element: h.Element, Probability: h.Probability,
-				Service: h.Service, Endpoint: h.Endpoint, Shared: h.Shared, ByLine: h.ByLine})
+				Service: d.Service, Endpoint: d.Endpoint, Shared: d.Shared, ByLine: d.ByLine})
 			if tb.Service == "" && !h.IsPolicy {
-				tb.Service = h.Service
+				tb.Service = d.Service
 			}
 		}
 		tb.Pod = pods[b.DNAT]

@@ -13,71 +13,54 @@ var sharedChains = map[string]bool{
 	"PREROUTING": true, "OUTPUT": true, "POSTROUTING": true, "KUBE-POSTROUTING": true, "KUBE-MARK-MASQ": true,
 }
 
-// annotated describes every hop of its walker's branches for readers that
-// know no iptables: the rule as shown, its Service (kube-proxy's comment)
-// and whether it is shared plumbing (the filter passes included).
-type annotated struct {
-	w *Walker
-	// byLine finds a hop's rule: lines are unique in a dump, and a long
-	// chain (KUBE-SERVICES) must not be scanned for every hop.
-	byLine map[int]*Rule
-}
-
-func newAnnotated(w *Walker, rs *Ruleset) annotated {
-	a := annotated{w: w, byLine: map[int]*Rule{}}
-	for _, t := range rs.Tables {
-		for _, c := range t.Chains {
-			for _, r := range c.Rules {
-				a.byLine[r.Line] = r
-			}
-		}
-	}
-	return a
-}
-
-func (a annotated) Walk(p dataplane.Packet) []dataplane.Branch {
-	br := a.w.Walk(p)
-	for i := range br {
-		for j := range br[i].Hops {
-			a.describe(&br[i].Hops[j])
-		}
-	}
-	return br
-}
-
-func (a annotated) describe(h *dataplane.Hop) {
-	h.ByLine = true
+// Describe tells what a hop is for readers that know no iptables: the rule
+// as shown, its Service (kube-proxy's comment), the endpoint its chain leads
+// to, and whether it is shared plumbing (the filter passes included).
+func (p *Plane) Describe(h dataplane.Hop) dataplane.HopInfo {
+	d := dataplane.HopInfo{ByLine: true}
 	if h.IsPolicy {
-		h.Shared = true // a chain's policy is no Service's
-		return
+		d.Shared = true // a chain's policy is no Service's
+		return d
 	}
-	h.Text = h.Table + ": " + h.Rule
+	d.Text = h.Table + ": " + h.Rule
 	if h.Element != "" {
-		h.Text += "  [" + h.Element + "]"
+		d.Text += "  [" + h.Element + "]"
 	}
-	h.Shared = h.Table == "filter" || sharedChains[h.Chain]
-	if r := a.rule(h); r != nil {
+	d.Shared = h.Table == "filter" || sharedChains[h.Chain]
+	if r := p.ruleAt(h); r != nil {
 		if spn, ok := SPNFromComment(r.Comment()); ok {
-			h.Service = spn
+			d.Service = spn
 		}
 		// "ns/name:port -> 10.244.1.10:8080" picks an endpoint's chain.
 		if _, ep, ok := strings.Cut(r.Comment(), " -> "); ok {
-			h.Endpoint = ep
+			d.Endpoint = ep
 		}
 	}
 	if strings.HasPrefix(h.Chain, PrefixSEP) {
 		// Every rule of an endpoint's chain leads to the endpoint its
 		// DNAT rule names.
-		if c := a.w.rs.Chain(h.Table, h.Chain); c != nil {
-			h.Endpoint = dnatTarget(c)
+		if c := p.Rules.Chain(h.Table, h.Chain); c != nil {
+			d.Endpoint = dnatTarget(c)
 		}
 	}
+	return d
 }
 
-// rule finds the hop's rule by its line (a rule of another chain on the
-// same line would be an excerpt's merge: then none).
-func (a annotated) rule(h *dataplane.Hop) *Rule {
-	if r := a.byLine[h.Line]; r != nil && r.Chain == h.Chain {
+// ruleAt finds a hop's rule by its line: lines are unique in a dump, and a
+// long chain (KUBE-SERVICES) must not be scanned for every hop. The index
+// is built on first use.
+func (p *Plane) ruleAt(h dataplane.Hop) *Rule {
+	if p.byLine == nil {
+		p.byLine = map[int]*Rule{}
+		for _, t := range p.Rules.Tables {
+			for _, c := range t.Chains {
+				for _, r := range c.Rules {
+					p.byLine[r.Line] = r
+				}
+			}
+		}
+	}
+	if r := p.byLine[h.Line]; r != nil && r.Chain == h.Chain {
 		return r
 	}
 	return nil

@@ -11,6 +11,8 @@ type Plane struct {
 	// walked); Backends all the node's, by backend (nf_tables, legacy).
 	Rules    *Ruleset
 	Backends map[string]*Ruleset
+	// byLine indexes Rules by line, for Describe (built on first use).
+	byLine map[int]*Rule
 }
 
 var _ dataplane.Plane = (*Plane)(nil)
@@ -23,7 +25,7 @@ func (p *Plane) HasKubeProxy() bool { return HasKubeChains(p.Rules) }
 
 // Walker implements dataplane.Plane.
 func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
-	return newAnnotated(NewWalker(p.Rules, env), p.Rules)
+	return NewWalker(p.Rules, env)
 }
 
 // Frontends implements dataplane.Plane.

@@ -108,5 +108,5 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 			}
 		}
 	}
-	return annotated{w: w}
+	return w
 }
