@@ -43,5 +43,8 @@ bash test/tools/build.sh
 # The oldest kube-proxy the lab also runs (nftables mode GA), against the same control plane.
 bash test/tools/build.sh v1.33.13 kube-proxy
 
+echo "== benchmarks, once each (they must keep compiling and running; hack/bench.sh measures)"
+go test -run '^$' -bench . -benchtime 1x -timeout 30m ./...
+
 echo "== go test"
 go test -count=1 -timeout 60m ./...
