@@ -35,11 +35,11 @@ type ProbeSpace struct {
 	ClusterCIDRs []netip.Prefix
 	// NodeIPs are the node's addresses, its primary one first.
 	NodeIPs []netip.Addr
-	// Taken are addresses a probe must never be: endpoints of any Service
-	// (a probe that is an endpoint is a pod reaching itself, which is
-	// masqueraded as a hairpin) and the node's own addresses (a packet
-	// from one of them arriving on an interface is a martian, not a
-	// client).
+	// Taken are the endpoints of every Service: a probe that is an
+	// endpoint is a pod reaching itself, which is masqueraded as a
+	// hairpin. Nor is a probe ever one of NodeIPs or a loopback address:
+	// a packet from one of them arriving on an interface is a martian,
+	// not a client.
 	Taken map[netip.Addr]bool
 	// free remembers FreeHost's answers (see NewProbeSpace): on a node
 	// whose endpoints fill the cluster CIDR from its top, finding a free
