@@ -48,10 +48,11 @@ func Expected(in ExpectedInput) (*behavior.Table, []string) {
 	cidrs := space.ClusterCIDRs
 	detector := len(cidrs) > 0
 	npIPs, notes := in.nodePortIPs()
+	local := newLocalDelivery(space.NodeIPs)
 	for i := range v.Ports {
 		p := &v.Ports[i]
 		for _, k := range frontendKeys(p, npIPs) {
-			t.Frontends = append(t.Frontends, expectFrontend(p, k, space, detector, cfg.MasqueradeAll))
+			t.Frontends = append(t.Frontends, expectFrontend(p, k, space, local, detector, cfg.MasqueradeAll))
 		}
 	}
 	if !detector && !cfg.MasqueradeAll {
@@ -146,7 +147,7 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 	return out, notes
 }
 
-func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, detector, masqAll bool) behavior.Frontend {
+func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, local localDelivery, detector, masqAll bool) behavior.Frontend {
 	cidrs := space.ClusterCIDRs
 	spn := p.SPN()
 	f := behavior.Frontend{Key: k, Service: spn, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
@@ -163,7 +164,6 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 		}
 	}
 	probes := space.Choose(ranges)
-	local := newLocalDelivery(space.NodeIPs)
 	if external {
 		f.LocalOnly = p.ExternalPolicyLocal
 	} else {
