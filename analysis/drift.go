@@ -46,7 +46,7 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 			return nil, err
 		}
 		if scope.Service != nil && a.Expected == nil {
-			if err := scope.Service.CheckNamedInRules(a.Observed); err != nil {
+			if err := scope.Service.checkNamedInRules(a.Observed); err != nil {
 				return nil, fmt.Errorf("node %s: %w", n, err)
 			}
 		}

@@ -62,7 +62,7 @@ func (r ServiceRef) Resolve(c *snapshot.Cluster) (ServiceRef, error) {
 	if c == nil {
 		return r, nil
 	}
-	if err := CheckNamespace(c, r.Namespace); err != nil {
+	if err := checkNamespace(c, r.Namespace); err != nil {
 		return r, err
 	}
 	var svc *corev1.Service
@@ -119,9 +119,9 @@ func (r ServiceRef) Resolve(c *snapshot.Cluster) (ServiceRef, error) {
 	return r, fmt.Errorf("%s; its ports: %s", msg, strings.Join(all, ", "))
 }
 
-// CheckNamespace fails, with the close matches, when no Service of the API
+// checkNamespace fails, with the close matches, when no Service of the API
 // objects is in namespace ns.
-func CheckNamespace(c *snapshot.Cluster, ns string) error {
+func checkNamespace(c *snapshot.Cluster, ns string) error {
 	if c == nil {
 		return nil
 	}
@@ -140,10 +140,10 @@ func CheckNamespace(c *snapshot.Cluster, ns string) error {
 	return fmt.Errorf("namespace %q has no Service; %s", ns, suggest.Hint(ns, all, "namespaces with Services"))
 }
 
-// CheckNamedInRules fails, with the close matches, when no frontend of a
+// checkNamedInRules fails, with the close matches, when no frontend of a
 // table (the rules of a bare dump, read without API objects) names the
 // referenced Service.
-func (r ServiceRef) CheckNamedInRules(t *behavior.Table) error {
+func (r ServiceRef) checkNamedInRules(t *behavior.Table) error {
 	var named []string
 	for _, f := range t.Frontends {
 		if r.Matches(f.Service) {
@@ -190,7 +190,7 @@ func (s Scope) resolve(c *snapshot.Cluster) (Scope, error) {
 		return s, nil
 	}
 	if s.Namespace != "" {
-		return s, CheckNamespace(c, s.Namespace)
+		return s, checkNamespace(c, s.Namespace)
 	}
 	return s, nil
 }

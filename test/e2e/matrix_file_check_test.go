@@ -46,14 +46,7 @@ func fakeNodeIP(name string) (string, bool) {
 // the objects with the ones the lab sent before the matrix moved into the
 // file (the golden file), as the API server reads them.
 func TestMatrixFile(t *testing.T) {
-	m, err := loadMatrix(matrixFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := m.expand(fakePods(), fakeNodeIP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, all := expandedMatrix(t)
 	got := m.services + "---\n" + slicesYAML(all, nil)
 	if *update {
 		head := "# What startMatrix sends to the API server, for the pod and node\n" +
@@ -120,14 +113,7 @@ func compareObjects(t *testing.T, got, want []map[string]any) {
 // TestMatrixChange checks the change callback that checkChanges uses: it
 // edits one slice's endpoints and leaves the matrix as it was.
 func TestMatrixChange(t *testing.T) {
-	m, err := loadMatrix(matrixFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := m.expand(fakePods(), fakeNodeIP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, all := expandedMatrix(t)
 	dropWeb2 := func(name string, eps []endpoint) []endpoint {
 		if name != "web-1" {
 			return eps
@@ -197,4 +183,19 @@ func TestMatrixFileErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// expandedMatrix loads the matrix file and expands it for the fake pod
+// table.
+func expandedMatrix(t *testing.T) (*matrix, []matrixSlice) {
+	t.Helper()
+	m, err := loadMatrix(matrixFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := m.expand(fakePods(), fakeNodeIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, all
 }
