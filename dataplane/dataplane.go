@@ -151,6 +151,27 @@ type Branch struct {
 // Walker walks packets through a parsed kernel state.
 type Walker interface {
 	Walk(Packet) []Branch
+	// WalkWith is Walk narrowed to what the caller asks (see WalkOptions).
+	WalkWith(Packet, WalkOptions) []Branch
+}
+
+// WalkOptions narrow a walk to the answer a caller needs, so that a node
+// with thousands of frontends is not walked in full detail for questions
+// about one backend or one verdict.
+type WalkOptions struct {
+	// Toward, when valid, drops every branch whose destination is
+	// translated to another address and port, at the translation: a
+	// question about one backend does not follow the others. Branches that
+	// are not translated are kept.
+	Toward netip.AddrPort
+	// NoHops leaves Branch.Hops empty: only outcomes are wanted.
+	NoHops bool
+}
+
+// Keeps reports whether a branch translated to dst stays in a walk with
+// these options.
+func (o WalkOptions) Keeps(dst netip.AddrPort) bool {
+	return !o.Toward.IsValid() || o.Toward == dst
 }
 
 // Inferred is what a kernel state tells of kube-proxy's settings.
@@ -175,7 +196,8 @@ type Plane interface {
 	Mode() string
 	// HasKubeProxy reports whether kube-proxy's objects exist in it.
 	HasKubeProxy() bool
-	// Walker walks packets through it.
+	// Walker walks packets through it. A walker and Describe must be
+	// safe for concurrent use: observe walks frontends in parallel.
 	Walker(env *Env) Walker
 	// Frontends are the Service frontends the state handles, with the
 	// Service named where the state tells (comments, chain and set

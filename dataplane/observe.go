@@ -3,9 +3,12 @@ package dataplane
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/svctrace/svctrace/behavior"
 )
@@ -74,10 +77,9 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 		add(f)
 		keys[f.Key].Listed = true
 	}
+	observeAll(w, p.Describe, env, space, keys, order)
 	for _, k := range order {
-		f := keys[k]
-		observeFrontend(w, p.Describe, env, f, space)
-		t.Frontends = append(t.Frontends, *f)
+		t.Frontends = append(t.Frontends, *keys[k])
 	}
 	t.Notes = append(t.Notes, p.Notes()...)
 	t.Sort()
@@ -88,7 +90,7 @@ func addrKey(k behavior.Key) string {
 	return fmt.Sprintf("%s/%d/%s", k.IP, k.Port, k.Protocol)
 }
 
-func observeFrontend(w Walker, describe func(Hop) HopInfo, env *Env, f *behavior.Frontend, space behavior.ProbeSpace) {
+func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior.Frontend, space behavior.ProbeSpace) {
 	dst := space.NodeIPs[0]
 	if f.Key.IP != "" {
 		if a, err := netip.ParseAddr(f.Key.IP); err == nil {
@@ -107,11 +109,11 @@ func observeFrontend(w Walker, describe func(Hop) HopInfo, env *Env, f *behavior
 		var br []Branch
 		switch c {
 		case behavior.FromPod:
-			br = w.Walk(pkt(probes.Pod, Prerouting))
+			br = w.walk(pkt(probes.Pod, Prerouting), WalkOptions{})
 		case behavior.FromNode:
-			br = w.Walk(pkt(probes.Node, Output))
+			br = w.walk(pkt(probes.Node, Output), WalkOptions{})
 		case behavior.FromExternal:
-			br = w.Walk(pkt(probes.External, Prerouting))
+			br = w.walk(pkt(probes.External, Prerouting), WalkOptions{})
 		}
 		f.Outcomes[c] = summarize(br, describe)
 		if f.Affinity == nil {
@@ -132,7 +134,8 @@ func observeFrontend(w Walker, describe func(Hop) HopInfo, env *Env, f *behavior
 		if env.IsLocal(ap.Addr()) {
 			entry = Output
 		}
-		for _, br := range w.Walk(pkt(ap.Addr(), entry)) {
+		// Only the branch to this endpoint answers, and only its outcome.
+		for _, br := range w.walk(pkt(ap.Addr(), entry), WalkOptions{Toward: ap, NoHops: true}) {
 			if br.DNAT == b.Endpoint && br.Masquerade {
 				o.Backends[i].HairpinMasquerade = true
 			}
@@ -146,12 +149,14 @@ func observeFrontend(w Walker, describe func(Hop) HopInfo, env *Env, f *behavior
 // Candidate ranges are the ones the state or the model names; a candidate
 // that only loopback or node addresses fill (kube-proxy's "block incoming
 // localnet connections" rule tests 127.0.0.0/8) is no client range.
-func observeFirewall(w Walker, f *behavior.Frontend, space behavior.ProbeSpace, pkt func(netip.Addr, Entry) Packet) ([]string, behavior.Verdict) {
+func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, pkt func(netip.Addr, Entry) Packet) ([]string, behavior.Verdict) {
 	cands := behavior.ParsePrefixes(f.SourceRanges)
 	probes := space.Choose(cands)
-	cands = mergePrefixes(cands, sourceCandidates(w.Walk(pkt(probes.External, Prerouting)), space.ClusterCIDRs))
+	// With hops: the outside class often walks the same packet again.
+	cands = mergePrefixes(cands, sourceCandidates(w.walk(pkt(probes.External, Prerouting), WalkOptions{}), space.ClusterCIDRs))
 	probes = space.Choose(cands)
-	outside := summarize(w.Walk(pkt(probes.Outside, Prerouting)), nil)
+	verdictOnly := WalkOptions{NoHops: true}
+	outside := summarize(w.walk(pkt(probes.Outside, Prerouting), verdictOnly), nil)
 	if len(cands) == 0 || outside.Verdict == behavior.Forward {
 		return nil, ""
 	}
@@ -164,7 +169,7 @@ func observeFirewall(w Walker, f *behavior.Frontend, space behavior.ProbeSpace, 
 		if !ok {
 			continue
 		}
-		if summarize(w.Walk(pkt(h, Prerouting)), nil).Verdict == behavior.Forward {
+		if summarize(w.walk(pkt(h, Prerouting), verdictOnly), nil).Verdict == behavior.Forward {
 			allowed = append(allowed, c.String())
 		}
 	}
@@ -306,4 +311,48 @@ func mergePrefixes(a, b []netip.Prefix) []netip.Prefix {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// walks are one frontend's walks, remembered: its probes often repeat a
+// packet (the firewall's outside probe is the external class's).
+type walks struct {
+	w    Walker
+	seen map[walkKey][]Branch
+}
+
+type walkKey struct {
+	p Packet
+	o WalkOptions
+}
+
+func newWalks(w Walker) *walks { return &walks{w: w, seen: map[walkKey][]Branch{}} }
+
+func (w *walks) walk(p Packet, o WalkOptions) []Branch {
+	k := walkKey{p, o}
+	if br, ok := w.seen[k]; ok {
+		return br
+	}
+	br := w.w.WalkWith(p, o)
+	w.seen[k] = br
+	return br
+}
+
+// observeAll observes the frontends on every CPU: each frontend's walks
+// are independent, and a plane's walker and Describe are safe for
+// concurrent use.
+func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.ProbeSpace, keys map[behavior.Key]*behavior.Frontend, order []behavior.Key) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(order)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(order) {
+					return
+				}
+				observeFrontend(newWalks(w), describe, env, keys[order[i]], space)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -19,22 +19,14 @@ type (
 	Env = dataplane.Env
 )
 
-// hop is one rule a packet matched (or the policy it fell to).
-type hop struct {
-	table, chain string
-	// rule is nil for a chain policy.
-	rule *Rule
-	// p is the probability of taking this rule given the path so far,
-	// when a statistic match made it a branch (0 otherwise).
-	p    float64
-	note string
-}
-
 // state is a packet in flight on one branch.
 type state struct {
 	pkt  Packet
 	prob float64
-	hops []hop
+	// hops are the rules matched so far (with policies), as the branch
+	// will report them.
+	hops []dataplane.Hop
+	opts dataplane.WalkOptions
 	mark uint32
 	dnat string
 	// verdict set when the branch terminated.
@@ -62,6 +54,13 @@ func (s *state) clone() *state {
 }
 
 func (s *state) note(format string, args ...any) { s.notes.Add(format, args...) }
+
+// addHop records a hop unless the walk wants none.
+func (s *state) addHop(h dataplane.Hop) {
+	if !s.opts.NoHops {
+		s.hops = append(s.hops, h)
+	}
+}
 
 // Walker walks packets through a parsed ruleset.
 type Walker struct {
@@ -104,7 +103,12 @@ func hookTables(hook dataplane.Hook) []string {
 
 // Walk returns every branch a new connection's first packet can take.
 func (w *Walker) Walk(p Packet) []dataplane.Branch {
-	start := &state{pkt: p, prob: 1}
+	return w.WalkWith(p, dataplane.WalkOptions{})
+}
+
+// WalkWith is Walk narrowed by o.
+func (w *Walker) WalkWith(p Packet, o dataplane.WalkOptions) []dataplane.Branch {
+	start := &state{pkt: p, prob: 1, opts: o}
 	var out []dataplane.Branch
 	w.runHooks(start, dataplane.EntryHooks(p.Entry), &out)
 	return out
@@ -155,16 +159,7 @@ func (s *state) finish() dataplane.Branch {
 	b := dataplane.Branch{
 		Probability: s.prob, Verdict: dataplane.Verdict(s.verdict), Reason: s.reason,
 		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq,
-		SourcePrefixes: s.srcTests, Notes: s.notes,
-	}
-	for _, h := range s.hops {
-		dh := dataplane.Hop{Table: h.table, Chain: h.chain, Probability: h.p}
-		if h.rule != nil {
-			dh.Line, dh.Rule = h.rule.Line, h.rule.Raw
-		} else {
-			dh.Rule, dh.IsPolicy = h.note, true
-		}
-		b.Hops = append(b.Hops, dh)
+		SourcePrefixes: s.srcTests, Notes: s.notes, Hops: slices.Clip(s.hops),
 	}
 	// ClientIP affinity: the branch adds its source to a recent list that
 	// an rcheck earlier on the path consults.
@@ -190,7 +185,7 @@ func (w *Walker) runChain(s *state, table string, c *Chain, depth int) []*state 
 			if pol == "" || pol == "-" {
 				pol = string(dataplane.Accept)
 			}
-			r.st.hops = append(r.st.hops, hop{table: table, chain: c.Name, note: "policy " + pol})
+			r.st.addHop(dataplane.Hop{Table: table, Chain: c.Name, Rule: "policy " + pol, IsPolicy: true})
 			if pol == string(dataplane.Drop) {
 				r.st.verdict = string(dataplane.Drop)
 				r.st.reason = fmt.Sprintf("policy DROP of %s/%s", table, c.Name)
@@ -267,7 +262,7 @@ func (w *Walker) then(res []result, table string, c *Chain, rest []*Rule, depth 
 // apply performs a matched rule's target. flowEnd means "continue with the
 // next rule of this chain".
 func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, depth int) []result {
-	s.hops = append(s.hops, hop{table: table, chain: c.Name, rule: r, p: p})
+	s.addHop(dataplane.Hop{Table: table, Chain: c.Name, Line: r.Line, Rule: r.Raw, Probability: p})
 	for _, m := range r.Matches {
 		if m.Module == "recent" {
 			if _, ok := m.Option("set"); ok {
@@ -292,6 +287,9 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		return []result{{st: s, flow: flowReturn}}
 	case "DNAT":
 		w.dnat(s, r)
+		if !s.opts.Keeps(netip.AddrPortFrom(s.pkt.Dst, s.pkt.DstPort)) {
+			return nil // another backend than the one asked about
+		}
 		return []result{{st: s, flow: flowStop}}
 	case "REDIRECT":
 		o, _ := r.TargetOption("to-ports")

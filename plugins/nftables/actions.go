@@ -54,6 +54,9 @@ func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []rul
 			}
 			return []ruleOut{{st: s, kind: outNoMatch}}
 		}
+		if !s.opts.Keeps(netip.AddrPortFrom(addr, port)) {
+			return nil // another backend than the one asked about
+		}
 		s.pkt.Dst, s.pkt.DstPort = addr, port
 		s.dnat = netip.AddrPortFrom(addr, port).String()
 		s.dnatted = true

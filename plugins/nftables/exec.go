@@ -183,6 +183,9 @@ func (k *walk) fork(s *state, alts []alt, rc rctx, f func(*state, alt, rctx) []r
 
 // hop records a rule the packet matched.
 func (k *walk) hop(s *state, t *Table, c *Chain, r *Rule, rc rctx) {
+	if s.opts.NoHops {
+		return
+	}
 	h := dataplane.Hop{Table: t.ID(), Chain: c.Name, Line: r.Handle, Rule: r.Text()}
 	if rc.prob < 1 {
 		h.Probability = rc.prob

@@ -32,6 +32,7 @@ type state struct {
 	hook      string
 	prob      float64
 	hops      []dataplane.Hop
+	opts      dataplane.WalkOptions
 	mark      uint32
 	dnat      string
 	// dnatted, snatted: the connection has a destination / source NAT
@@ -72,7 +73,7 @@ func (s *state) finish() dataplane.Branch {
 		s.verdict = dataplane.Accept
 	}
 	return dataplane.Branch{
-		Probability: s.prob, Hops: s.hops, Verdict: s.verdict, Reason: s.reason,
+		Probability: s.prob, Hops: slices.Clip(s.hops), Verdict: s.verdict, Reason: s.reason,
 		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq,
 		AffinitySeconds: s.affSecs, AffinityKey: s.affKey, SourcePrefixes: s.srcs, Notes: s.notes,
 	}
@@ -88,8 +89,13 @@ type walk struct {
 // Walk returns every branch the first packet of a new connection can take
 // through the family's base chains, in netfilter order.
 func (w *walker) Walk(pkt dataplane.Packet) []dataplane.Branch {
+	return w.WalkWith(pkt, dataplane.WalkOptions{})
+}
+
+// WalkWith is Walk narrowed by o.
+func (w *walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []dataplane.Branch {
 	k := &walk{w: w}
-	s := &state{pkt: pkt, orig: pkt, prob: 1}
+	s := &state{pkt: pkt, orig: pkt, prob: 1, opts: o}
 	if pkt.Dst.Is4() != (w.p.fam == "ip") || pkt.Src.Is4() != (w.p.fam == "ip") {
 		s.note("packet %s is not of family %s: no %s table sees it", pkt, w.p.family, w.p.fam)
 		return []dataplane.Branch{s.finish()}
@@ -166,7 +172,9 @@ func (k *walk) base(s *state, bc baseChain) []*state {
 			if pol == "" {
 				pol = "accept"
 			}
-			r.st.hops = append(r.st.hops, dataplane.Hop{Table: bc.t.ID(), Chain: bc.c.Name, Rule: "policy " + pol, IsPolicy: true})
+			if !r.st.opts.NoHops {
+				r.st.hops = append(r.st.hops, dataplane.Hop{Table: bc.t.ID(), Chain: bc.c.Name, Rule: "policy " + pol, IsPolicy: true})
+			}
 			if pol == "drop" {
 				r.st.verdict = dataplane.Drop
 				r.st.reason = fmt.Sprintf("policy drop of %s %s", bc.t.ID(), bc.c.Name)
