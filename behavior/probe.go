@@ -2,6 +2,7 @@ package behavior
 
 import (
 	"net/netip"
+	"sync"
 )
 
 // Probes are the source addresses used to stand for each source class when
@@ -44,7 +45,14 @@ type ProbeSpace struct {
 	// free remembers FreeHost's answers (see NewProbeSpace): on a node
 	// whose endpoints fill the cluster CIDR from its top, finding a free
 	// address is a long walk, and every frontend asks for the same ones.
-	free map[netip.Prefix]freeHost
+	free *freeHosts
+}
+
+// freeHosts is FreeHost's memory, shared by the copies of a space (and
+// the goroutines that use them).
+type freeHosts struct {
+	mu sync.Mutex
+	m  map[netip.Prefix]freeHost
 }
 
 type freeHost struct {
@@ -55,7 +63,7 @@ type freeHost struct {
 // NewProbeSpace returns a space that remembers the free hosts it found; it
 // is for one analysis (its Taken must not change after).
 func NewProbeSpace(clusterCIDRs []netip.Prefix, nodeIPs []netip.Addr, taken map[netip.Addr]bool) ProbeSpace {
-	return ProbeSpace{ClusterCIDRs: clusterCIDRs, NodeIPs: nodeIPs, Taken: taken, free: map[netip.Prefix]freeHost{}}
+	return ProbeSpace{ClusterCIDRs: clusterCIDRs, NodeIPs: nodeIPs, Taken: taken, free: &freeHosts{m: map[netip.Prefix]freeHost{}}}
 }
 
 // taken reports whether a may not stand for a client from outside the
@@ -77,13 +85,16 @@ func (s ProbeSpace) taken(a netip.Addr) bool {
 // range, whose sources are the node itself).
 func (s ProbeSpace) FreeHost(p netip.Prefix) (netip.Addr, bool) {
 	p = p.Masked()
-	if f, ok := s.free[p]; ok {
+	if s.free == nil {
+		return s.freeHost(p)
+	}
+	s.free.mu.Lock()
+	defer s.free.mu.Unlock()
+	if f, ok := s.free.m[p]; ok {
 		return f.addr, f.ok
 	}
 	a, ok := s.freeHost(p)
-	if s.free != nil {
-		s.free[p] = freeHost{a, ok}
-	}
+	s.free.m[p] = freeHost{a, ok}
 	return a, ok
 }
 

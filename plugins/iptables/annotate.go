@@ -50,7 +50,7 @@ func (p *Plane) Describe(h dataplane.Hop) dataplane.HopInfo {
 // long chain (KUBE-SERVICES) must not be scanned for every hop. The index
 // is built on first use.
 func (p *Plane) ruleAt(h dataplane.Hop) *Rule {
-	if p.byLine == nil {
+	p.byLineOnce.Do(func() {
 		p.byLine = map[int]*Rule{}
 		for _, t := range p.Rules.Tables {
 			for _, c := range t.Chains {
@@ -59,7 +59,7 @@ func (p *Plane) ruleAt(h dataplane.Hop) *Rule {
 				}
 			}
 		}
-	}
+	})
 	if r := p.byLine[h.Line]; r != nil && r.Chain == h.Chain {
 		return r
 	}

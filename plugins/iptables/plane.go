@@ -1,6 +1,8 @@
 package iptables
 
 import (
+	"sync"
+
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
 )
@@ -11,8 +13,10 @@ type Plane struct {
 	// walked); Backends all the node's, by backend (nf_tables, legacy).
 	Rules    *Ruleset
 	Backends map[string]*Ruleset
-	// byLine indexes Rules by line, for Describe (built on first use).
-	byLine map[int]*Rule
+	// byLine indexes Rules by line, for Describe (built on first use,
+	// once: observe describes hops from several goroutines).
+	byLine     map[int]*Rule
+	byLineOnce sync.Once
 }
 
 var _ dataplane.Plane = (*Plane)(nil)
