@@ -20,15 +20,16 @@ func Compare(expected, observed *behavior.Table) []behavior.Finding {
 		node = observed.Node
 	}
 	var out []behavior.Finding
+	observedAt, expectedAt := observed.Index(), expected.Index()
 	for _, e := range expected.Frontends {
-		o, ok := observed.Find(e.Key)
+		o, ok := observedAt[e.Key]
 		if !ok {
 			o = &behavior.Frontend{Key: e.Key, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
 		}
 		out = append(out, compareFrontend(node, e, *o)...)
 	}
 	for _, o := range observed.Frontends {
-		if _, ok := expected.Find(o.Key); ok || !handled(o) {
+		if _, ok := expectedAt[o.Key]; ok || !handled(o) {
 			continue
 		}
 		out = append(out, behavior.Finding{

@@ -208,6 +208,18 @@ func (t *Table) Find(k Key) (*Frontend, bool) {
 	return nil, false
 }
 
+// Index maps each key of the table to its frontend, for callers that look
+// many up (Find is a scan). It is not kept up to date with later changes.
+func (t *Table) Index() map[Key]*Frontend {
+	m := make(map[Key]*Frontend, len(t.Frontends))
+	for i := range t.Frontends {
+		if _, dup := m[t.Frontends[i].Key]; !dup {
+			m[t.Frontends[i].Key] = &t.Frontends[i]
+		}
+	}
+	return m
+}
+
 // Less orders keys by kind, address, port and protocol.
 func Less(a, b Key) bool {
 	if a.Kind != b.Kind {

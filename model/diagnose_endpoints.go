@@ -45,7 +45,7 @@ func endpointsObjectCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 		return causes
 	}
 
-	d := compareEndpoints(c, svc, "")
+	d := compareEndpoints(obj, ess, svc, "")
 	if d == nil {
 		return nil
 	}

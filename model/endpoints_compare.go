@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -40,14 +39,12 @@ func (d *endpointsDiff) disagree() bool {
 // sliceState is one slice endpoint as the comparison needs it.
 type sliceState struct{ ready, terminating bool }
 
-// compareEndpoints compares a Service's EndpointSlices with its v1
-// Endpoints object, for one family ("" for both). It returns nil when the
+// compareEndpoints compares a Service's EndpointSlices (ess, by name) with
+// its v1 Endpoints object obj, for one family ("" for both). It returns nil when the
 // Service lacks either, or when its Endpoints object cannot hold that
 // family. A terminating slice endpoint missing from the Endpoints object
 // is no disagreement: the Endpoints controller leaves terminating pods out.
-func compareEndpoints(c *snapshot.Cluster, svc *corev1.Service, family corev1.IPFamily) *endpointsDiff {
-	obj := findEndpoints(c.Endpoints, svc.Namespace, svc.Name)
-	ess := serviceSlices(c, svc)
+func compareEndpoints(obj *corev1.Endpoints, ess []*discoveryv1.EndpointSlice, svc *corev1.Service, family corev1.IPFamily) *endpointsDiff {
 	if obj == nil || len(ess) == 0 {
 		return nil
 	}

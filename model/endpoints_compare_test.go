@@ -35,7 +35,8 @@ func TestEndpointsMirroringDisagreement(t *testing.T) {
 			Ports:     []corev1.EndpointPort{{Name: "http", Port: 8080}}})},
 		EndpointsListed: true,
 	}
-	d := compareEndpoints(c, &c.Services[0], "")
+	svc := &c.Services[0]
+	d := compareEndpoints(findEndpoints(c.Endpoints, svc.Namespace, svc.Name), serviceSlices(c, svc), svc, "")
 	if !reflect.DeepEqual(d.onlySlices, []string{"10.0.0.4:8080 (http/TCP)"}) ||
 		!reflect.DeepEqual(d.onlyEndpoints, []string{"10.0.0.3:8080 (http/TCP)"}) ||
 		!reflect.DeepEqual(d.readyInEndpoints, []string{"10.0.0.2:8080 (http/TCP)"}) ||

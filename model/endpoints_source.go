@@ -3,12 +3,14 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // endpointSources picks, per Service, where its endpoints are read: its
@@ -20,10 +22,21 @@ type endpointSources struct {
 	withObject  map[string]bool
 	fromSlices  map[portKey][]Endpoint
 	fromObjects map[portKey][]Endpoint
+	// slices and objects index the Service's EndpointSlices (by name) and
+	// v1 Endpoints object by serviceKey.
+	slices  map[string][]*discoveryv1.EndpointSlice
+	objects map[string]*corev1.Endpoints
 }
 
 func newEndpointSources(c *snapshot.Cluster, family corev1.IPFamily, node string) *endpointSources {
-	s := &endpointSources{withSlices: servicesWithSlices(c.EndpointSlices), withObject: map[string]bool{}}
+	s := &endpointSources{withSlices: servicesWithSlices(c.EndpointSlices), withObject: map[string]bool{},
+		slices: slicesByService(c.EndpointSlices), objects: map[string]*corev1.Endpoints{}}
+	for i := range c.Endpoints {
+		k := serviceKey(c.Endpoints[i].Namespace, c.Endpoints[i].Name)
+		if _, dup := s.objects[k]; !dup {
+			s.objects[k] = &c.Endpoints[i]
+		}
+	}
 	// kube-proxy 1.19 and later reads only EndpointSlices: where the
 	// objects hold any, a Service with only an Endpoints object has no
 	// endpoint for it (mirroring failed), and expecting that object's
@@ -87,11 +100,11 @@ func (s *endpointSources) onlyNote(v *NodeView) string {
 // endpointsNotes are the view's notes on one Service's endpoint objects:
 // where its EndpointSlices and Endpoints object disagree in the family, or
 // that the Endpoints object it was read from is truncated.
-func endpointsNotes(c *snapshot.Cluster, svc *corev1.Service, family corev1.IPFamily, source string) []string {
+func (s *endpointSources) notes(svc *corev1.Service, family corev1.IPFamily, source string) []string {
 	key := serviceKey(svc.Namespace, svc.Name)
 	switch source {
 	case SourceEndpointSlice:
-		d := compareEndpoints(c, svc, family)
+		d := compareEndpoints(s.objects[key], s.slices[key], svc, family)
 		switch {
 		case d == nil:
 		case d.disagree():
@@ -104,7 +117,7 @@ func endpointsNotes(c *snapshot.Cluster, svc *corev1.Service, family corev1.IPFa
 			return []string{fmt.Sprintf("%s: %s; the EndpointSlices, which are complete, are used", key, d.truncation())}
 		}
 	case SourceEndpoints:
-		if obj := findEndpoints(c.Endpoints, svc.Namespace, svc.Name); obj != nil && truncated(obj) {
+		if obj := s.objects[key]; obj != nil && truncated(obj) {
 			return []string{fmt.Sprintf("%s: %s", key, truncatedOnlyMessage())}
 		}
 	}
@@ -138,4 +151,20 @@ func overMirrorLimit(e *corev1.Endpoints) bool {
 func truncatedOnlyMessage() string {
 	return fmt.Sprintf("its v1 Endpoints object, the only source of its endpoints, is truncated to %d addresses (%s: %s): endpoints beyond them are unknown here and to a kube-proxy that reads Endpoints",
 		maxEndpointsAddresses, corev1.EndpointsOverCapacity, overCapacityTruncated)
+}
+
+// slicesByService indexes EndpointSlices by their Service's serviceKey,
+// each Service's sorted by name (as serviceSlices).
+func slicesByService(all []discoveryv1.EndpointSlice) map[string][]*discoveryv1.EndpointSlice {
+	out := map[string][]*discoveryv1.EndpointSlice{}
+	for i := range all {
+		if name := all[i].Labels[discoveryv1.LabelServiceName]; name != "" {
+			k := serviceKey(all[i].Namespace, name)
+			out[k] = append(out[k], &all[i])
+		}
+	}
+	for _, ess := range out {
+		slices.SortStableFunc(ess, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
+	}
+	return out
 }

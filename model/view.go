@@ -47,7 +47,7 @@ func BuildNodeView(c *snapshot.Cluster, node, family string) (*NodeView, error) 
 			continue
 		}
 		source := src.source(svc)
-		v.Notes = append(v.Notes, endpointsNotes(c, svc, fam, source)...)
+		v.Notes = append(v.Notes, src.notes(svc, fam, source)...)
 		clusterIP := clusterIPOfFamily(svc, fam)
 		for j := range svc.Spec.Ports {
 			sp := newServicePort(svc, &svc.Spec.Ports[j], fam, clusterIP)
