@@ -8,6 +8,7 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -46,12 +47,36 @@ type NodeAnalysis struct {
 	// Expected means only text-level checks ran.
 	Findings []behavior.Finding
 	Notes    []string
+
+	// state, source, inferred and space are what Recheck reuses: the
+	// node's captured state, the snapshot's source, the plane's inference,
+	// and the probe space (the endpoint addresses no probe may use).
+	state    *snapshot.NodeState
+	source   string
+	inferred dataplane.Inferred
+	space    *behavior.ProbeSpace
+}
+
+// Options narrow an analysis to what a question needs.
+type Options struct {
+	// Service, when set, limits the behaviour tables to that Service's
+	// frontends, and the kernel's frontends that name no Service (only a
+	// walk can attribute them): explain and trace ask about one Service,
+	// and the agent rechecks one after a change, on nodes with thousands.
+	// Its Port is ignored: every port of the Service is analysed.
+	// Text-level checks and conntrack still cover the whole state.
+	Service *ServiceRef
 }
 
 // Analyze parses a node's dumps of one family (iptables, nftables), picks
 // the data plane kube-proxy programs there, and compares its behaviour with
 // the model.
 func Analyze(s *snapshot.Snapshot, node, family string) (*NodeAnalysis, error) {
+	return AnalyzeWith(s, node, family, Options{})
+}
+
+// AnalyzeWith is Analyze narrowed by o.
+func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAnalysis, error) {
 	ns, ok := s.Node(node)
 	if !ok {
 		return nil, fmt.Errorf("node %q is not in the snapshot; %s", node, suggest.Hint(node, nodeNames(s), "nodes in the snapshot"))
@@ -59,7 +84,7 @@ func Analyze(s *snapshot.Snapshot, node, family string) (*NodeAnalysis, error) {
 	if err := checkNodeObject(s.Cluster, node); err != nil {
 		return nil, err
 	}
-	a := &NodeAnalysis{Node: node, Family: family, Config: ns.KubeProxy}
+	a := &NodeAnalysis{Node: node, Family: family, Config: ns.KubeProxy, state: ns, source: s.Metadata.Source}
 	pl, err := loadPlanes(ns, family)
 	if err != nil {
 		return nil, err
@@ -74,48 +99,10 @@ func Analyze(s *snapshot.Snapshot, node, family string) (*NodeAnalysis, error) {
 	}
 	a.Findings = append(a.Findings, pl.checks(plane, node)...)
 	a.Notes = append(a.Notes, a.Plane.Notes()...)
-	inf := a.Plane.Infer()
-	a.inferConfig(inf)
-	if s.Cluster != nil {
-		v, err := model.BuildNodeView(s.Cluster, node, family)
-		if err != nil {
-			return nil, fmt.Errorf("building kube-proxy's view of node %s: %w", node, err)
-		}
-		a.View = v
-		a.Notes = append(a.Notes, v.Notes...)
-	}
-	a.NodeIPs = nodeIPs(a.View, ns, family)
-	a.LocalAddrs = localAddrs(a.NodeIPs, ns.Addresses, family)
-	cidrs := behavior.ParsePrefixes(a.Config.ClusterCIDRs)
-	// One probe space for both sides, so that they stand for each source
-	// class with the same address.
-	space := behavior.NewProbeSpace(cidrs, a.LocalAddrs, endpointAddrs(a.View))
-	in := dataplane.ObserveInput{Node: node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: cidrs,
-		LocalAddrs: a.LocalAddrs[len(a.NodeIPs):], Probes: space}
-	if a.View != nil {
-		if len(a.View.NodeIPs) == 0 && len(ns.Addresses) > 0 {
-			a.View.NodeIPs = ns.Addresses
-		}
-		var notes []string
-		local := ns.Addresses
-		if s.Metadata.Source == "import" {
-			// An import's addresses are the Node's (--node-ip, or its
-			// Node object), not proof of which the node's interfaces
-			// hold: where the kernel lists the addresses it accepts
-			// NodePorts on, that list decides, with or without --node-ip.
-			local = nil
-		}
-		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: local,
-			NodePortIPs: inf.NodePortIPs, NodePortIPsKnown: inf.NodePortIPsKnown,
-			Probes: space})
-		a.Notes = append(a.Notes, notes...)
-		in.Expected = a.Expected.Frontends
-	}
-	a.Observed = dataplane.Observe(a.Plane, in)
-	if a.Expected != nil {
-		a.Findings = append(a.Findings, Compare(a.Expected, a.Observed)...)
-	} else {
-		a.Notes = append(a.Notes, "no API objects in the snapshot: behaviour is read from the rules alone, and only text-level checks run")
+	a.inferred = a.Plane.Infer()
+	a.inferConfig(a.inferred)
+	if err := a.behaviour(s.Cluster, o, nil); err != nil {
+		return nil, err
 	}
 	entries, haveCT, err := conntrackEntries(ns, family)
 	if err != nil {
@@ -128,6 +115,69 @@ func Analyze(s *snapshot.Snapshot, node, family string) (*NodeAnalysis, error) {
 	a.Findings = foldOrphans(append(a.Findings, a.Plane.Checks(node, a.Config.Mode)...))
 	a.Findings = behavior.Merge(a.Findings)
 	return a, nil
+}
+
+// behaviour builds the expected table from the API objects c (nil: none),
+// observes the plane, and adds the differences to the findings. taken, when
+// not nil, is the probe space of an earlier analysis of the node, whose
+// taken addresses are the cluster's endpoints (Recheck).
+func (a *NodeAnalysis) behaviour(c *snapshot.Cluster, o Options, prior *behavior.ProbeSpace) error {
+	ns, family := a.state, a.Family
+	if o.Service != nil {
+		c = narrowCluster(c, *o.Service, prior == nil)
+	}
+	if c != nil {
+		v, err := model.BuildNodeView(c, a.Node, family)
+		if err != nil {
+			return fmt.Errorf("building kube-proxy's view of node %s: %w", a.Node, err)
+		}
+		a.View = v
+		a.Notes = append(a.Notes, v.Notes...)
+	}
+	a.NodeIPs = nodeIPs(a.View, ns, family)
+	a.LocalAddrs = localAddrs(a.NodeIPs, ns.Addresses, family)
+	cidrs := behavior.ParsePrefixes(a.Config.ClusterCIDRs)
+	// One probe space for both sides, so that they stand for each source
+	// class with the same address.
+	var space behavior.ProbeSpace
+	if prior != nil {
+		space = prior.With(slices.Collect(maps.Keys(endpointAddrs(a.View, nil))))
+	} else {
+		space = behavior.NewProbeSpace(cidrs, a.LocalAddrs, endpointAddrs(a.View, c))
+	}
+	a.space = &space
+	in := dataplane.ObserveInput{Node: a.Node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: cidrs,
+		LocalAddrs: a.LocalAddrs[len(a.NodeIPs):], Probes: space}
+	if o.Service != nil {
+		ref := ServiceRef{Namespace: o.Service.Namespace, Name: o.Service.Name}
+		in.Only = func(f behavior.Frontend) bool { return f.Service == "" || ref.Matches(f.Service) }
+	}
+	if a.View != nil {
+		if len(a.View.NodeIPs) == 0 && len(ns.Addresses) > 0 {
+			a.View.NodeIPs = ns.Addresses
+		}
+		var notes []string
+		local := ns.Addresses
+		if a.source == "import" {
+			// An import's addresses are the Node's (--node-ip, or its
+			// Node object), not proof of which the node's interfaces
+			// hold: where the kernel lists the addresses it accepts
+			// NodePorts on, that list decides, with or without --node-ip.
+			local = nil
+		}
+		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: local,
+			NodePortIPs: a.inferred.NodePortIPs, NodePortIPsKnown: a.inferred.NodePortIPsKnown,
+			Probes: space})
+		a.Notes = append(a.Notes, notes...)
+		in.Expected = a.Expected.Frontends
+	}
+	a.Observed = dataplane.Observe(a.Plane, in)
+	if a.Expected != nil {
+		a.Findings = append(a.Findings, Compare(a.Expected, a.Observed)...)
+	} else {
+		a.Notes = append(a.Notes, "no API objects in the snapshot: behaviour is read from the rules alone, and only text-level checks run")
+	}
+	return nil
 }
 
 // foldOrphans attaches an orphaned chain to the finding it follows from (a
@@ -231,10 +281,16 @@ func localAddrs(nodeIPs []netip.Addr, addrs []string, family string) []netip.Add
 	return out
 }
 
-// endpointAddrs are the addresses of every endpoint of the view: no probe
-// may stand for a client with one of them.
-func endpointAddrs(v *model.NodeView) map[netip.Addr]bool {
+// endpointAddrs are the addresses of every endpoint of the view, and of
+// the whole cluster's when c is narrowed to some Services: no probe may
+// stand for a client with one of them.
+func endpointAddrs(v *model.NodeView, c *snapshot.Cluster) map[netip.Addr]bool {
 	out := map[netip.Addr]bool{}
+	if c != nil && c.Partial != nil {
+		for _, a := range c.Partial.EndpointAddrs {
+			out[a] = true
+		}
+	}
 	if v == nil {
 		return out
 	}

@@ -79,3 +79,50 @@ func BenchmarkLoadYAML1k(b *testing.B)  { benchmarkLoad(b, 1000, "yaml") }
 func BenchmarkLoadYAML10k(b *testing.B) { benchmarkLoad(b, 10000, "yaml") }
 func BenchmarkLoadJSON1k(b *testing.B)  { benchmarkLoad(b, 1000, "json") }
 func BenchmarkLoadJSON10k(b *testing.B) { benchmarkLoad(b, 10000, "json") }
+
+// benchmarkAnalyzeOne is explain's analysis: one Service of the node, the
+// rules parsed and the snapshot in memory.
+func benchmarkAnalyzeOne(b *testing.B, services int) {
+	s := snapshottest.Node(services, 10)
+	ref := analysis.ServiceRef{Namespace: s.Cluster.Services[services/2].Namespace, Name: s.Cluster.Services[services/2].Name}
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := analysis.AnalyzeWith(s, "node1", "IPv4", analysis.Options{Service: &ref})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(a.Observed.Frontends) != 1 || len(a.Findings) != 0 {
+			b.Fatalf("%d frontends, %d findings", len(a.Observed.Frontends), len(a.Findings))
+		}
+	}
+}
+
+func BenchmarkAnalyzeOne1k(b *testing.B)  { benchmarkAnalyzeOne(b, 1000) }
+func BenchmarkAnalyzeOne10k(b *testing.B) { benchmarkAnalyzeOne(b, 10000) }
+
+// benchmarkRecheck is the agent's check after one EndpointSlice changed:
+// the node analysed once, then that Service again.
+func benchmarkRecheck(b *testing.B, services int) {
+	s := snapshottest.Node(services, 10)
+	a, err := analysis.Analyze(s, "node1", "IPv4")
+	if err != nil {
+		b.Fatal(err)
+	}
+	es := &s.Cluster.EndpointSlices[services/2]
+	es.Endpoints = es.Endpoints[1:]
+	ref := analysis.ServiceRef{Namespace: es.Namespace, Name: es.Labels["kubernetes.io/service-name"]}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := a.Recheck(s.Cluster, ref)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(r.Findings) != 1 {
+			b.Fatalf("%d findings, want the stale endpoint", len(r.Findings))
+		}
+	}
+}
+
+func BenchmarkRecheck1k(b *testing.B)  { benchmarkRecheck(b, 1000) }
+func BenchmarkRecheck10k(b *testing.B) { benchmarkRecheck(b, 10000) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/snapshot"
@@ -66,16 +67,18 @@ func (r ServiceRef) Resolve(c *snapshot.Cluster) (ServiceRef, error) {
 		return r, err
 	}
 	var svc *corev1.Service
-	var names, elsewhere []string
 	for i := range c.Services {
-		s := &c.Services[i]
-		switch {
-		case s.Namespace == r.Namespace && s.Name == r.Name:
+		if s := &c.Services[i]; s.Namespace == r.Namespace && s.Name == r.Name {
 			svc = s
-		case s.Namespace == r.Namespace:
-			names = append(names, s.Name)
-		case s.Name == r.Name:
-			elsewhere = append(elsewhere, s.Namespace)
+		}
+	}
+	var names, elsewhere []string
+	for _, k := range allServices(c) {
+		switch {
+		case k.Namespace == r.Namespace && k.Name != r.Name:
+			names = append(names, k.Name)
+		case k.Namespace != r.Namespace && k.Name == r.Name:
+			elsewhere = append(elsewhere, k.Namespace)
 		}
 	}
 	if svc == nil {
@@ -127,8 +130,8 @@ func checkNamespace(c *snapshot.Cluster, ns string) error {
 	}
 	seen := map[string]bool{}
 	var all []string
-	for i := range c.Services {
-		n := c.Services[i].Namespace
+	for _, k := range allServices(c) {
+		n := k.Namespace
 		if n == ns {
 			return nil
 		}
@@ -193,4 +196,21 @@ func (s Scope) resolve(c *snapshot.Cluster) (Scope, error) {
 		return s, checkNamespace(c, s.Namespace)
 	}
 	return s, nil
+}
+
+// allServices names every Service of the cluster, also where c holds only
+// some of them (snapshot.Partial).
+func allServices(c *snapshot.Cluster) []types.NamespacedName {
+	var out []types.NamespacedName
+	if c.Partial != nil {
+		for _, k := range c.Partial.ServiceNames {
+			ns, name, _ := strings.Cut(k, "/")
+			out = append(out, types.NamespacedName{Namespace: ns, Name: name})
+		}
+		return out
+	}
+	for i := range c.Services {
+		out = append(out, types.NamespacedName{Namespace: c.Services[i].Namespace, Name: c.Services[i].Name})
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package behavior
 
 import (
+	"maps"
 	"net/netip"
 	"sync"
 )
@@ -46,6 +47,33 @@ type ProbeSpace struct {
 	// whose endpoints fill the cluster CIDR from its top, finding a free
 	// address is a long walk, and every frontend asks for the same ones.
 	free *freeHosts
+	// more are taken addresses added by With.
+	more map[netip.Addr]bool
+}
+
+// With is the space with more taken addresses (a Service's endpoints
+// after a change), remembering the free hosts it found that are still
+// free. s is not changed.
+func (s ProbeSpace) With(more []netip.Addr) ProbeSpace {
+	n := s
+	n.more = maps.Clone(s.more)
+	if n.more == nil {
+		n.more = map[netip.Addr]bool{}
+	}
+	for _, a := range more {
+		n.more[a] = true
+	}
+	n.free = &freeHosts{m: map[netip.Prefix]freeHost{}}
+	if s.free != nil {
+		s.free.mu.Lock()
+		for p, f := range s.free.m {
+			if !n.more[f.addr] {
+				n.free.m[p] = f
+			}
+		}
+		s.free.mu.Unlock()
+	}
+	return n
 }
 
 // freeHosts is FreeHost's memory, shared by the copies of a space (and
@@ -69,7 +97,7 @@ func NewProbeSpace(clusterCIDRs []netip.Prefix, nodeIPs []netip.Addr, taken map[
 // taken reports whether a may not stand for a client from outside the
 // node: an endpoint, a node address, or a loopback address.
 func (s ProbeSpace) taken(a netip.Addr) bool {
-	if a.IsLoopback() || s.Taken[a] {
+	if a.IsLoopback() || s.Taken[a] || s.more[a] {
 		return true
 	}
 	for _, n := range s.NodeIPs {
@@ -105,7 +133,7 @@ func (s ProbeSpace) freeHost(p netip.Prefix) (netip.Addr, bool) {
 	a := LastHost(p)
 	// Each taken address costs one step, so len(Taken)+len(NodeIPs)+1
 	// steps always reach a free one if the prefix has it.
-	for i := 0; i <= len(s.Taken)+len(s.NodeIPs); i++ {
+	for i := 0; i <= len(s.Taken)+len(s.more)+len(s.NodeIPs); i++ {
 		if !p.Contains(a) {
 			return netip.Addr{}, false
 		}

@@ -33,6 +33,10 @@ type ObserveInput struct {
 	// them, so a missing frontend shows as unhandled; their kinds and
 	// services name what the state alone cannot.
 	Expected []behavior.Frontend
+	// Only, when set, limits the walks to the Expected frontends and the
+	// state's frontends it accepts: a question about one Service need not
+	// walk the node's thousands of others.
+	Only func(behavior.Frontend) bool
 }
 
 // Observe walks the kernel state for every frontend it or the expected
@@ -65,7 +69,7 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 	// A frontend the state names with another kind than the model (an
 	// address that is an external IP of one Service is only an address to
 	// the kernel) takes the model's kind.
-	kinds := map[string]behavior.FrontendKind{}
+	kinds := map[frontendAddr]behavior.FrontendKind{}
 	for _, f := range in.Expected {
 		add(f)
 		kinds[addrKey(f.Key)] = f.Key.Kind
@@ -73,6 +77,9 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 	for _, f := range p.Frontends() {
 		if k, ok := kinds[addrKey(f.Key)]; ok && f.Key.Kind != behavior.NodePort && k != behavior.NodePort {
 			f.Key.Kind = k
+		}
+		if _, expected := keys[f.Key]; !expected && in.Only != nil && !in.Only(f) {
+			continue
 		}
 		add(f)
 		keys[f.Key].Listed = true
@@ -86,8 +93,14 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 	return t
 }
 
-func addrKey(k behavior.Key) string {
-	return fmt.Sprintf("%s/%d/%s", k.IP, k.Port, k.Protocol)
+// frontendAddr is a key without its kind.
+type frontendAddr struct {
+	ip, protocol string
+	port         int32
+}
+
+func addrKey(k behavior.Key) frontendAddr {
+	return frontendAddr{k.IP, k.Protocol, k.Port}
 }
 
 func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior.Frontend, space behavior.ProbeSpace) {

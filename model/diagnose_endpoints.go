@@ -21,7 +21,7 @@ func endpointsObjectCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 	key := serviceKey(svc.Namespace, svc.Name)
 	refs := []string{objRef("Service", svc.Namespace, svc.Name), objRef("Endpoints", obj.Namespace, obj.Name)}
 	ess := serviceSlices(c, svc)
-	if len(ess) == 0 && len(c.EndpointSlices) > 0 {
+	if len(ess) == 0 && anySlices(c) {
 		// Other Services have slices: kube-proxy reads those, and this
 		// one has none.
 		return []Cause{{

@@ -42,7 +42,7 @@ func newEndpointSources(c *snapshot.Cluster, family corev1.IPFamily, node string
 	// endpoint for it (mirroring failed), and expecting that object's
 	// addresses would report the kernel for the API's fault. The objects
 	// stand in only for a cluster or a capture without EndpointSlices.
-	if len(c.EndpointSlices) > 0 {
+	if anySlices(c) {
 		s.fromSlices = endpointsByPort(c.EndpointSlices, family, node)
 		return s
 	}
@@ -167,4 +167,10 @@ func slicesByService(all []discoveryv1.EndpointSlice) map[string][]*discoveryv1.
 		slices.SortStableFunc(ess, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
 	}
 	return out
+}
+
+// anySlices reports whether the cluster holds any EndpointSlice at all,
+// also where c holds only some Services' objects (snapshot.Partial).
+func anySlices(c *snapshot.Cluster) bool {
+	return len(c.EndpointSlices) > 0 || c.Partial != nil && c.Partial.Total.EndpointSlices > 0
 }

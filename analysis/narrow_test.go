@@ -1,0 +1,133 @@
+package analysis_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/snapshot/snapshottest"
+)
+
+// TestNarrowedSameAnswers: an analysis narrowed to one Service, and a
+// recheck of it, answer exactly what the whole node's analysis answers for
+// that Service, on every bundled capture and every Service.
+func TestNarrowedSameAnswers(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.snapshot.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no bundled captures: %v", err)
+	}
+	checked := 0
+	for _, file := range files {
+		s, err := snapshot.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Cluster == nil {
+			continue
+		}
+		for _, n := range s.Nodes {
+			whole, err := analysis.Analyze(s, n.Name, "IPv4")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, svc := range s.Cluster.Services {
+				ref := analysis.ServiceRef{Namespace: svc.Namespace, Name: svc.Name}
+				one, err := analysis.AnalyzeWith(s, n.Name, "IPv4", analysis.Options{Service: &ref})
+				if err != nil {
+					t.Fatal(err)
+				}
+				again, err := whole.Recheck(s.Cluster, ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				where := fmt.Sprintf("%s node %s %s", filepath.Base(file), n.Name, ref)
+				want, wantF := ofService(whole, ref)
+				for name, a := range map[string]*analysis.NodeAnalysis{"narrowed": one, "recheck": again} {
+					got, gotF := ofService(a, ref)
+					if !reflect.DeepEqual(got, want) {
+						t.Errorf("%s: %s frontends differ:\n got %+v\nwant %+v", where, name, got, want)
+					}
+					if name == "recheck" {
+						wantF = behaviourOnly(wantF)
+					}
+					if !reflect.DeepEqual(gotF, wantF) {
+						t.Errorf("%s: %s findings differ:\n got %+v\nwant %+v", where, name, gotF, wantF)
+					}
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d Services checked", checked)
+	}
+}
+
+// TestRecheckSeesChange: a recheck after an EndpointSlice lost an endpoint
+// reports the stale endpoint the kernel still holds.
+func TestRecheckSeesChange(t *testing.T) {
+	s := snapshottest.Node(20, 3)
+	a, err := analysis.Analyze(s, "node1", "IPv4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Findings) != 0 {
+		t.Fatalf("findings on a healthy node: %+v", a.Findings)
+	}
+	es := &s.Cluster.EndpointSlices[5]
+	es.Endpoints = es.Endpoints[1:]
+	ref := analysis.ServiceRef{Namespace: es.Namespace, Name: es.Labels["kubernetes.io/service-name"]}
+	r, err := a.Recheck(s.Cluster, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 1 || r.Findings[0].Type != behavior.StaleEndpoint {
+		t.Fatalf("recheck findings %+v, want one StaleEndpoint", r.Findings)
+	}
+	if n := len(r.Observed.Frontends); n != 1 {
+		t.Errorf("recheck walked %d frontends, want the Service's one", n)
+	}
+}
+
+// ofService is what an analysis says of one Service: its frontends
+// (observed, expected) and its findings.
+func ofService(a *analysis.NodeAnalysis, ref analysis.ServiceRef) ([]behavior.Frontend, []behavior.Finding) {
+	var fs []behavior.Frontend
+	for _, f := range a.Observed.Frontends {
+		if ref.Matches(f.Service) {
+			fs = append(fs, f)
+		}
+	}
+	if a.Expected != nil {
+		for _, f := range a.Expected.Frontends {
+			if ref.Matches(f.Service) {
+				fs = append(fs, f)
+			}
+		}
+	}
+	var out []behavior.Finding
+	for _, f := range a.Findings {
+		if ref.Matches(f.Service) {
+			out = append(out, f)
+		}
+	}
+	return fs, out
+}
+
+// behaviourOnly drops the findings that text-level checks and conntrack
+// give (a recheck leaves them to the whole analysis).
+func behaviourOnly(fs []behavior.Finding) []behavior.Finding {
+	var out []behavior.Finding
+	for _, f := range fs {
+		switch f.Type {
+		case behavior.OrphanChain, behavior.LeftoverRules, behavior.BackendSplitBrain, behavior.StaleConntrack:
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}

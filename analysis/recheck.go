@@ -1,0 +1,26 @@
+package analysis
+
+import (
+	"errors"
+
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// Recheck analyses one Service of an analysed node again, against the API
+// objects c as they are now (the whole cluster, as an agent's informers
+// hold it), reusing the kernel state a has read: after a Service or
+// EndpointSlice changes, only that Service is modelled and walked. The
+// result is narrowed to the Service (see Options.Service); its findings
+// are the Service's behavioural ones: the text-level checks and conntrack
+// depend on the kernel state alone, and a's still hold.
+func (a *NodeAnalysis) Recheck(c *snapshot.Cluster, ref ServiceRef) (*NodeAnalysis, error) {
+	if a.state == nil || a.Plane == nil {
+		return nil, errors.New("recheck: the analysis was not made by Analyze (no kernel state to reuse)")
+	}
+	r := &NodeAnalysis{Node: a.Node, Family: a.Family, Config: a.Config, Plane: a.Plane,
+		state: a.state, source: a.source, inferred: a.inferred}
+	if err := r.behaviour(c, Options{Service: &ref}, a.space); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
