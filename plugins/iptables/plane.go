@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -17,6 +18,12 @@ type Plane struct {
 	// once: observe describes hops from several goroutines).
 	byLine     map[int]*Rule
 	byLineOnce sync.Once
+	// index and frontends are made on first use and kept: a recheck
+	// walks one Service again on a state read once.
+	index         map[*Chain]*chainIndex
+	indexOnce     sync.Once
+	frontends     []behavior.Frontend
+	frontendsOnce sync.Once
 }
 
 var _ dataplane.Plane = (*Plane)(nil)
@@ -29,11 +36,15 @@ func (p *Plane) HasKubeProxy() bool { return HasKubeChains(p.Rules) }
 
 // Walker implements dataplane.Plane.
 func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
-	return NewWalker(p.Rules, env)
+	p.indexOnce.Do(func() { p.index = indexChains(p.Rules) })
+	return newWalker(p.Rules, env, p.index)
 }
 
 // Frontends implements dataplane.Plane.
-func (p *Plane) Frontends() []behavior.Frontend { return discover(p.Rules) }
+func (p *Plane) Frontends() []behavior.Frontend {
+	p.frontendsOnce.Do(func() { p.frontends = discover(p.Rules) })
+	return slices.Clone(p.frontends)
+}
 
 // Checks implements dataplane.Plane.
 func (p *Plane) Checks(node, mode string) []behavior.Finding { return TextChecks(p.Rules, node, mode) }

@@ -72,18 +72,27 @@ type Walker struct {
 // NewWalker prepares a walker; it indexes long chains by destination so a
 // walk through a large KUBE-SERVICES chain does not scan every rule.
 func NewWalker(rs *Ruleset, env *Env) *Walker {
+	return newWalker(rs, env, indexChains(rs))
+}
+
+func newWalker(rs *Ruleset, env *Env, index map[*Chain]*chainIndex) *Walker {
 	if env == nil {
 		env = &Env{}
 	}
-	w := &Walker{rs: rs, env: env, index: map[*Chain]*chainIndex{}}
+	return &Walker{rs: rs, env: env, index: index}
+}
+
+// indexChains indexes the long chains of a ruleset by destination.
+func indexChains(rs *Ruleset) map[*Chain]*chainIndex {
+	index := map[*Chain]*chainIndex{}
 	for _, t := range rs.Tables {
 		for _, c := range t.Chains {
 			if len(c.Rules) >= 32 {
-				w.index[c] = buildIndex(c)
+				index[c] = buildIndex(c)
 			}
 		}
 	}
-	return w
+	return index
 }
 
 // hookTables lists the tables of a hook in the kernel's priority order.

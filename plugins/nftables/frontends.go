@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,11 +14,17 @@ import (
 // service-nodeports and no-endpoint-nodeports (protocol . port) on the
 // addresses the rule that consults them allows.
 func (p *Plane) Frontends() []behavior.Frontend {
-	fs, _ := p.frontends()
+	fs, _ := p.listFrontends()
 	return fs
 }
 
-func (p *Plane) frontends() ([]behavior.Frontend, []string) {
+// listFrontends is discover's answer, made once.
+func (p *Plane) listFrontends() ([]behavior.Frontend, []string) {
+	p.frontendsOnce.Do(func() { p.frontends, p.frontendNotes = p.discover() })
+	return slices.Clone(p.frontends), p.frontendNotes
+}
+
+func (p *Plane) discover() ([]behavior.Frontend, []string) {
 	t := p.kp
 	if t == nil {
 		return nil, nil

@@ -2,7 +2,9 @@ package nftables
 
 import (
 	"sort"
+	"sync"
 
+	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
 )
 
@@ -17,6 +19,14 @@ type Plane struct {
 	family, fam string
 	tables      []*Table
 	kp          *Table
+	// hooks, dynamic and frontends are made on first use and kept: a
+	// recheck walks one Service again on a state read once.
+	hooks         map[string][]baseChain
+	dynamic       map[string]bool
+	walkOnce      sync.Once
+	frontends     []behavior.Frontend
+	frontendNotes []string
+	frontendsOnce sync.Once
 }
 
 var _ dataplane.Plane = (*Plane)(nil)
@@ -63,7 +73,7 @@ func (p *Plane) Notes() []string {
 			out = append(out, n.Text)
 		}
 	}
-	_, notes := p.frontends()
+	_, notes := p.listFrontends()
 	return append(out, notes...)
 }
 
@@ -93,20 +103,22 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 	if env == nil {
 		env = &dataplane.Env{}
 	}
-	w := &walker{p: p, env: env, hooks: map[string][]baseChain{}, dynamic: map[string]bool{}}
-	for _, h := range []string{"prerouting", "input", "forward", "output", "postrouting"} {
-		w.hooks[h] = p.hookChains(h)
-	}
-	for _, t := range p.tables {
-		for _, c := range t.Chains {
-			for _, r := range c.Rules {
-				for _, s := range r.Stmts {
-					if ss, ok := s.(*SetStmt); ok && ss.Op != "delete" {
-						w.dynamic[t.ID()+"\x00"+ss.Set] = true
+	p.walkOnce.Do(func() {
+		p.hooks, p.dynamic = map[string][]baseChain{}, map[string]bool{}
+		for _, h := range []string{"prerouting", "input", "forward", "output", "postrouting"} {
+			p.hooks[h] = p.hookChains(h)
+		}
+		for _, t := range p.tables {
+			for _, c := range t.Chains {
+				for _, r := range c.Rules {
+					for _, s := range r.Stmts {
+						if ss, ok := s.(*SetStmt); ok && ss.Op != "delete" {
+							p.dynamic[t.ID()+"\x00"+ss.Set] = true
+						}
 					}
 				}
 			}
 		}
-	}
-	return w
+	})
+	return &walker{p: p, env: env, hooks: p.hooks, dynamic: p.dynamic}
 }
