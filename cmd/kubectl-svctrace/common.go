@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -34,6 +35,9 @@ type commonOptions struct {
 	objectsFile   string
 
 	namespace string
+	// only narrows the load and the analysis to one Service (explain):
+	// a binary snapshot is read in part, and only its frontends are walked.
+	only *analysis.ServiceRef
 }
 
 func newCommonOptions(streams genericiooptions.IOStreams) *commonOptions {
@@ -95,7 +99,12 @@ func (o *commonOptions) snapshot(ctx context.Context) (*snapshot.Snapshot, error
 	var s *snapshot.Snapshot
 	if o.snapshotFile != "" {
 		var err error
-		if s, err = snapshot.Load(o.snapshotFile); err != nil {
+		if o.only != nil {
+			s, err = snapshot.LoadPartial(o.snapshotFile, []types.NamespacedName{{Namespace: o.only.Namespace, Name: o.only.Name}})
+		} else {
+			s, err = snapshot.Load(o.snapshotFile)
+		}
+		if err != nil {
 			return nil, err
 		}
 	} else {
@@ -133,7 +142,7 @@ func (o *commonOptions) analyzeNode(ctx context.Context) (*snapshot.Snapshot, *a
 // analyze analyses one node of the snapshot; an error (a damaged dump)
 // names the snapshot file it came from.
 func (o *commonOptions) analyze(s *snapshot.Snapshot, node string) (*analysis.NodeAnalysis, error) {
-	a, err := analysis.Analyze(s, node, o.family)
+	a, err := analysis.AnalyzeWith(s, node, o.family, analysis.Options{Service: o.only})
 	if err != nil && o.snapshotFile != "" {
 		return nil, fmt.Errorf("snapshot %s: %w", o.snapshotFile, err)
 	}

@@ -55,6 +55,7 @@ func (o *explainOptions) complete(args []string) error {
 		return err
 	}
 	o.ref = ref
+	o.only = &o.ref
 	return nil
 }
 
