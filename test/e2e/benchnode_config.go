@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// benchConfig is what hack/bench-node.sh passes to TestBenchNode through the environment.
+type benchConfig struct {
+	Sizes     []int    // SVCTRACE_BENCH_SIZES: Services per run, default 1000,10000
+	Modes     []string // SVCTRACE_BENCH_MODES: kube-proxy modes, default iptables,nftables
+	Endpoints int      // SVCTRACE_BENCH_ENDPOINTS: endpoints per Service, default 10
+	Workers   int      // SVCTRACE_BENCH_WORKERS: API requests in flight while creating, default 8
+	FullSyncs int      // SVCTRACE_BENCH_FULL_SYNCS: kube-proxy full syncs forced and averaged, default 2
+	Repeat    int      // SVCTRACE_BENCH_REPEAT: runs of each command, the fastest kept, default 1
+	Bin       string   // SVCTRACE_BENCH_BIN: the svctrace binary; empty: the test builds one
+	Report    string   // SVCTRACE_BENCH_REPORT: also write the report to this file
+}
+
+// parseBenchConfig reads the configuration through getenv (os.Getenv in the test).
+func parseBenchConfig(getenv func(string) string) (benchConfig, error) {
+	c := benchConfig{Bin: getenv("SVCTRACE_BENCH_BIN"), Report: getenv("SVCTRACE_BENCH_REPORT")}
+	var err error
+	if c.Sizes, err = parseInts("SVCTRACE_BENCH_SIZES", getenv("SVCTRACE_BENCH_SIZES"), "1000,10000"); err != nil {
+		return c, err
+	}
+	modes := getenv("SVCTRACE_BENCH_MODES")
+	if strings.TrimSpace(modes) == "" {
+		modes = "iptables,nftables"
+	}
+	for i, m := range strings.Split(modes, ",") {
+		m = strings.TrimSpace(m)
+		if m != "iptables" && m != "nftables" {
+			return c, fmt.Errorf("SVCTRACE_BENCH_MODES=%q: item %d is %q, want iptables or nftables", modes, i+1, m)
+		}
+		c.Modes = append(c.Modes, m)
+	}
+	for _, v := range []struct {
+		name string
+		dst  *int
+		def  int
+	}{
+		{"SVCTRACE_BENCH_ENDPOINTS", &c.Endpoints, 10},
+		{"SVCTRACE_BENCH_WORKERS", &c.Workers, 8},
+		{"SVCTRACE_BENCH_FULL_SYNCS", &c.FullSyncs, 2},
+		{"SVCTRACE_BENCH_REPEAT", &c.Repeat, 1},
+	} {
+		ns, err := parseInts(v.name, getenv(v.name), strconv.Itoa(v.def))
+		if err != nil {
+			return c, err
+		}
+		if len(ns) != 1 {
+			return c, fmt.Errorf("%s=%q: want one number", v.name, getenv(v.name))
+		}
+		*v.dst = ns[0]
+	}
+	return c, nil
+}
+
+// parseInts parses a comma-separated list of positive numbers (def when value is empty).
+func parseInts(name, value, def string) ([]int, error) {
+	if strings.TrimSpace(value) == "" {
+		value = def
+	}
+	var out []int
+	for i, f := range strings.Split(value, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s=%q: item %d is %q, want a positive number", name, value, i+1, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,223 @@
+//go:build benchnode && linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/svctrace/test/lab"
+)
+
+// TestBenchNode is the node-scale benchmark of issue 9, run by hack/bench-node.sh (which
+// passes its configuration in SVCTRACE_BENCH_*, see benchConfig). For every mode and size: a
+// one-node lab with the real kube-proxy, N Services of 10 endpoints created through the API,
+// then, once kube-proxy has synced them, each command's wall time and peak RSS beside the
+// kernel's dump, kube-proxy's own full sync and the API listing, in one run. It prints one
+// table per mode (formatBenchReport). A goal not met is reported, not failed; a measurement
+// that fails, or drift on these healthy nodes, fails the test.
+func TestBenchNode(t *testing.T) {
+	cfg, err := parseBenchConfig(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := cfg.Bin
+	if bin == "" {
+		bin = buildSvctrace(t)
+	}
+	machine := benchMachine()
+	var runs []benchRun
+	for _, mode := range cfg.Modes {
+		for _, n := range cfg.Sizes {
+			t.Run(fmt.Sprintf("%s-%d", mode, n), func(t *testing.T) {
+				r := &benchRun{Mode: mode, Services: n, Endpoints: cfg.Endpoints, FullSyncs: cfg.FullSyncs,
+					Results: map[string]benchResult{}, Bytes: map[string]int64{}}
+				// A run cut short still shows what it measured.
+				defer func() {
+					runs = append(runs, *r)
+					fmt.Printf("\n%s\n", formatBenchReport(machine, []benchRun{*r}))
+				}()
+				benchNode(t, cfg, bin, r)
+			})
+		}
+	}
+	report := formatBenchReport(machine, runs)
+	fmt.Printf("\n==== node-scale benchmark ====\n%s", report)
+	if cfg.Report != "" {
+		if err := os.WriteFile(cfg.Report, []byte(report), 0o644); err != nil {
+			t.Errorf("writing the report: %v", err)
+		}
+	}
+}
+
+// benchNode runs one mode and size, filling r as it goes.
+func benchNode(t *testing.T, cfg benchConfig, bin string, r *benchRun) {
+	objs, err := makeBenchObjects(r.Services, r.Endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode == "iptables" {
+		useLegacyIPTables(t)
+	}
+	l := lab.Start(t, lab.Options{Nodes: 1})
+	r.ProxyVersion = l.ProxyVersion
+	if err := l.StartKubeProxy("node1", r.Mode, "--cluster-cidr="+benchClusterCIDR); err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode == "iptables" {
+		r.Backend = iptablesBackend(t, l)
+		r.DumpCommand = "iptables-" + map[string]string{"legacy": "legacy", "nf_tables": "nft"}[r.Backend] + "-save"
+	} else {
+		r.DumpCommand = "nft -j list ruleset"
+	}
+
+	createBenchObjects(t, l, cfg.Workers, objs)
+	waitBenchRules(t, l, r)
+	r.Results[stepFullSync] = forceFullSyncs(t, l, cfg.FullSyncs)
+
+	ns, err := l.NetNS("node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("load before measuring: %s", loadAverage())
+	dir := t.TempDir()
+	m := measurer{t: t, ns: ns, dir: dir, repeat: cfg.Repeat}
+	dumpOut := filepath.Join(dir, "dump")
+	r.Results[stepDump] = m.run("dump", dumpOut, strings.Fields(r.DumpCommand)...)
+	r.Bytes["dump"] = fileSize(dumpOut)
+
+	objFile := filepath.Join(dir, "objects.json")
+	r.Results[stepList] = listObjects(t, l, objFile, cfg.Repeat)
+	r.Bytes["objects"] = fileSize(objFile)
+
+	snap := filepath.Join(dir, "node1.snapshot") // no .yaml or .json: the default format
+	r.Results[stepDrift] = m.run("drift", "", bin, "drift", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A")
+	r.Results[stepAnalysis] = m.run("drift --objects", "", bin, "drift", "--local", "--node", "node1", "--objects", objFile, "-A")
+	r.Results[stepCollect] = m.run("collect", "", bin, "collect", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A", "-f", snap)
+	r.Bytes["snapshot"] = fileSize(snap)
+	r.Results[stepDriftSnapshot] = m.run("drift --snapshot", "", bin, "drift", "--snapshot", snap, "--node", "node1", "-A")
+	explainOut := filepath.Join(dir, "explain.txt")
+	r.Results[stepExplain] = m.run("explain", explainOut, bin, "explain", objs.Middle, "--snapshot", snap, "--node", "node1")
+	if b, err := os.ReadFile(explainOut); err == nil {
+		if _, name, _ := strings.Cut(objs.Middle, "/"); !strings.Contains(string(b), name) {
+			t.Errorf("explain %s does not name the Service:\n%s", objs.Middle, headLines(string(b), 30))
+		}
+	}
+}
+
+// useLegacyIPTables puts iptables, ip6tables and their -save and -restore, linked to the
+// legacy backend, first in PATH for the test: kube-proxy runs the plain names from PATH (the
+// lab starts it with the test's environment), so it writes to the legacy backend, as on a
+// node whose alternatives point there. Without the legacy tools it logs so and leaves PATH.
+func useLegacyIPTables(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"} {
+		target, err := exec.LookPath(strings.Replace(name, "tables", "tables-legacy", 1))
+		if err != nil {
+			t.Logf("no legacy iptables (%v): kube-proxy uses the system's default backend", err)
+			return
+		}
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// iptablesBackend tells which backend holds kube-proxy's chains: "legacy" or "nf_tables".
+func iptablesBackend(t *testing.T, l *lab.Lab) string {
+	t.Helper()
+	for _, b := range []struct{ name, save string }{{"legacy", "iptables-legacy-save"}, {"nf_tables", "iptables-nft-save"}} {
+		out, err := l.Exec("node1", b.save, "-t", "nat")
+		if err == nil && strings.Contains(out, ":KUBE-SERVICES") {
+			return b.name
+		}
+	}
+	t.Fatal("kube-proxy's KUBE-SERVICES chain is in neither iptables backend")
+	return ""
+}
+
+func createBenchObjects(t *testing.T, l *lab.Lab, workers int, objs benchObjects) {
+	t.Helper()
+	start := time.Now()
+	ctx := context.Background()
+	for _, batch := range []struct {
+		what string
+		objs []lab.Create
+	}{{"Namespaces", objs.Namespaces}, {"Services", objs.Services}, {"EndpointSlices", objs.Slices}} {
+		s := time.Now()
+		if err := l.CreateAll(ctx, workers, batch.objs); err != nil {
+			t.Fatal(err)
+		}
+		d := time.Since(s)
+		t.Logf("created %d %s in %v (%.0f/s)", len(batch.objs), batch.what, d.Round(time.Millisecond), float64(len(batch.objs))/d.Seconds())
+	}
+	t.Logf("objects created in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// headLines is the first n lines of s.
+func headLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("... (%d more lines)\n", len(lines)-n))
+	}
+	return strings.Join(lines, "")
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// benchMachine describes the machine: CPUs and their model, memory, kernel, load.
+func benchMachine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := "unknown memory"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				var kib int64
+				if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kib); err == nil {
+					mem = fmt.Sprintf("%.1f GiB memory", float64(kib)/(1<<20))
+				}
+			}
+		}
+	}
+	kernel := "unknown kernel"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%d CPUs (%s), %s, %s, %s; load average %s at the start", runtime.NumCPU(), model, mem, kernel,
+		time.Now().UTC().Format("2006-01-02"), loadAverage())
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
