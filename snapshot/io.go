@@ -11,21 +11,37 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Load reads a Snapshot from a YAML or JSON file, checking its version.
+// Load reads a whole Snapshot from a file in the binary format (see
+// binary.go), YAML or JSON, checking its version. The format is told by
+// the file's first bytes, not its name.
 func Load(path string) (*Snapshot, error) {
+	s, ok, err := loadBinary(path, nil)
+	if ok || err != nil {
+		return s, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading snapshot: %w", err)
 	}
-	s, err := Decode(data)
+	s, err = Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	return s, nil
 }
 
-// Decode reads a Snapshot document.
+// Decode reads a Snapshot: a binary snapshot when data starts with its
+// magic (IsBinary), else a YAML or JSON document.
 func Decode(data []byte) (*Snapshot, error) {
+	if IsBinary(data) {
+		return decodeBinary(memSource(data))
+	}
+	if len(data) > 0 && len(data) < len(binaryMagic) && strings.HasPrefix(binaryMagic, string(data)) {
+		return nil, fmt.Errorf("truncated file: its %d bytes are the start of a binary snapshot's magic, and nothing more", len(data))
+	}
+	if looksBinary(data) {
+		return nil, errors.New("not a snapshot: binary data that does not start with the magic of a binary snapshot (damaged, or not a svctrace file)")
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errors.New("empty file, not a snapshot")
 	}
@@ -46,21 +62,42 @@ func Decode(data []byte) (*Snapshot, error) {
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
 		return nil, describeDecodeError(data, reflect.TypeOf(s), err)
 	}
-	for i, n := range s.Nodes {
-		if n.Name == "" {
-			return nil, fmt.Errorf("damaged snapshot: nodes[%d] has no name", i)
-		}
-		for j, d := range n.Dumps {
-			if d.Collector == "" {
-				return nil, fmt.Errorf("damaged snapshot: nodes[%d] (%s) dumps[%d] has no collector", i, n.Name, j)
-			}
-		}
+	if err := checkNodes(&s); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
 
-// Encode writes a snapshot as YAML (or JSON when the name ends in .json).
+// checkNodes refuses node states without a name or a dump without a
+// collector.
+func checkNodes(s *Snapshot) error {
+	for i, n := range s.Nodes {
+		if n.Name == "" {
+			return fmt.Errorf("damaged snapshot: nodes[%d] has no name", i)
+		}
+		for j, d := range n.Dumps {
+			if d.Collector == "" {
+				return fmt.Errorf("damaged snapshot: nodes[%d] (%s) dumps[%d] has no collector", i, n.Name, j)
+			}
+		}
+	}
+	return nil
+}
+
+// BinaryExt is the file name extension of the binary snapshot format.
+const BinaryExt = ".snap"
+
+// Encode writes a snapshot in the format its name asks for: the binary
+// format when the name ends in .snap (BinaryExt), JSON when it ends in
+// .json, YAML otherwise. A partially loaded snapshot (Cluster.Partial set)
+// is refused: it would be saved as if it were whole.
 func Encode(s *Snapshot, name string) ([]byte, error) {
+	if s.Cluster != nil && s.Cluster.Partial != nil {
+		return nil, errors.New("the snapshot was loaded in part (for some Services only); load it whole to write it")
+	}
+	if strings.HasSuffix(name, BinaryExt) {
+		return encodeBinary(s)
+	}
 	if strings.HasSuffix(name, ".json") {
 		return jsonIndent(s)
 	}

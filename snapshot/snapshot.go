@@ -56,6 +56,11 @@ type Cluster struct {
 	// EndpointsListed is false when Endpoints objects were not read (not
 	// captured, forbidden), true when they were, even if none exist.
 	EndpointsListed bool `json:"endpointsListed,omitempty"`
+	// Partial is set when only the part of a binary snapshot that some
+	// Services need was loaded (LoadPartial): it says which, and what the
+	// whole file holds beyond them. Nil for a whole snapshot; never
+	// written to a file.
+	Partial *Partial `json:"-"`
 }
 
 // NodeState is the raw kernel state of one node with what is known about
