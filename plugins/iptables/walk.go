@@ -25,7 +25,7 @@ type state struct {
 	prob float64
 	// hops are the rules matched so far (with policies), as the branch
 	// will report them.
-	hops []dataplane.Hop
+	hops *hopList
 	opts dataplane.WalkOptions
 	mark uint32
 	dnat string
@@ -44,7 +44,6 @@ type state struct {
 // that an append on either branch copies instead of writing into the
 // other's.
 func (s *state) clone() *state {
-	s.hops = slices.Clip(s.hops)
 	s.recentSet = slices.Clip(s.recentSet)
 	s.notes = slices.Clip(s.notes)
 	s.srcTests = slices.Clip(s.srcTests)
@@ -58,8 +57,36 @@ func (s *state) note(format string, args ...any) { s.notes.Add(format, args...) 
 // addHop records a hop unless the walk wants none.
 func (s *state) addHop(h dataplane.Hop) {
 	if !s.opts.NoHops {
-		s.hops = append(s.hops, h)
+		s.hops = s.hops.add(h)
 	}
+}
+
+// hopList is a branch's hops, newest first, shared by the branches forked
+// from it: a fork copies nothing.
+type hopList struct {
+	h    dataplane.Hop
+	prev *hopList
+	n    int
+}
+
+func (l *hopList) add(h dataplane.Hop) *hopList {
+	n := 1
+	if l != nil {
+		n = l.n + 1
+	}
+	return &hopList{h: h, prev: l, n: n}
+}
+
+// slice is the hops in order.
+func (l *hopList) slice() []dataplane.Hop {
+	if l == nil {
+		return nil
+	}
+	out := make([]dataplane.Hop, l.n)
+	for i := l.n - 1; l != nil; i, l = i-1, l.prev {
+		out[i] = l.h
+	}
+	return out
 }
 
 // Walker walks packets through a parsed ruleset.
@@ -168,7 +195,7 @@ func (s *state) finish() dataplane.Branch {
 	b := dataplane.Branch{
 		Probability: s.prob, Verdict: dataplane.Verdict(s.verdict), Reason: s.reason,
 		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq,
-		SourcePrefixes: s.srcTests, Notes: s.notes, Hops: slices.Clip(s.hops),
+		SourcePrefixes: s.srcTests, Notes: s.notes, Hops: s.hops.slice(),
 	}
 	// ClientIP affinity: the branch adds its source to a recent list that
 	// an rcheck earlier on the path consults.
