@@ -66,6 +66,11 @@ type Options struct {
 	// Its Port is ignored: every port of the Service is analysed.
 	// Text-level checks and conntrack still cover the whole state.
 	Service *ServiceRef
+	// Lean leaves the rules out of the observed outcomes of frontends
+	// without a finding (drift shows rules only with findings): their
+	// walks record no hops, and a frontend with a finding is walked again
+	// for its rules. Findings are the same as without.
+	Lean bool
 }
 
 // Analyze parses a node's dumps of one family (iptables, nftables), picks
@@ -171,13 +176,44 @@ func (a *NodeAnalysis) behaviour(c *snapshot.Cluster, o Options, prior *behavior
 		a.Notes = append(a.Notes, notes...)
 		in.Expected = a.Expected.Frontends
 	}
+	in.NoRules = o.Lean
 	a.Observed = dataplane.Observe(a.Plane, in)
 	if a.Expected != nil {
-		a.Findings = append(a.Findings, Compare(a.Expected, a.Observed)...)
+		fs := Compare(a.Expected, a.Observed)
+		if o.Lean && len(fs) > 0 {
+			a.observeWithRules(in, fs)
+			fs = Compare(a.Expected, a.Observed)
+		}
+		a.Findings = append(a.Findings, fs...)
 	} else {
 		a.Notes = append(a.Notes, "no API objects in the snapshot: behaviour is read from the rules alone, and only text-level checks run")
 	}
 	return nil
+}
+
+// observeWithRules walks again, with their rules, the frontends a lean
+// observation found differences on, and puts them in a.Observed.
+func (a *NodeAnalysis) observeWithRules(in dataplane.ObserveInput, fs []behavior.Finding) {
+	keys := map[string]bool{}
+	for _, f := range fs {
+		for _, k := range f.Frontends {
+			keys[k] = true
+		}
+	}
+	in.NoRules = false
+	in.Expected = nil
+	for _, e := range a.Expected.Frontends {
+		if keys[e.Key.String()] {
+			in.Expected = append(in.Expected, e)
+		}
+	}
+	in.Only = func(f behavior.Frontend) bool { return keys[f.Key.String()] }
+	again := dataplane.Observe(a.Plane, in).Index()
+	for i, f := range a.Observed.Frontends {
+		if g, ok := again[f.Key]; ok {
+			a.Observed.Frontends[i] = *g
+		}
+	}
 }
 
 // foldOrphans attaches an orphaned chain to the finding it follows from (a

@@ -37,13 +37,14 @@ func TestSyntheticNodeHealthy(t *testing.T) {
 	}
 }
 
-// benchmarkAnalyze is the whole analysis of a node whose snapshot is in
-// memory (as in the agent): parse, expected, observe, compare.
+// benchmarkAnalyze is drift's whole analysis of a node whose snapshot is
+// in memory (as in the agent): parse, expected, observe, compare; lean, as
+// drift runs it.
 func benchmarkAnalyze(b *testing.B, services int) {
 	s := snapshottest.Node(services, 10)
 	b.ReportAllocs()
 	for b.Loop() {
-		a, err := analysis.Analyze(s, "node1", "IPv4")
+		a, err := analysis.AnalyzeWith(s, "node1", "IPv4", analysis.Options{Lean: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 	r := NewDriftReport()
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
 	for _, n := range nodes {
-		a, err := Analyze(s, n, o.Family)
+		a, err := AnalyzeWith(s, n, o.Family, Options{Lean: true})
 		if err != nil {
 			return nil, err
 		}

@@ -131,3 +131,49 @@ func behaviourOnly(fs []behavior.Finding) []behavior.Finding {
 	}
 	return out
 }
+
+// TestLeanSameFindings: a lean analysis (drift's) finds exactly what the
+// whole one finds, rules included, on every bundled capture and on a node
+// with drift.
+func TestLeanSameFindings(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.snapshot.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no bundled captures: %v", err)
+	}
+	var snaps []*snapshot.Snapshot
+	for _, file := range files {
+		s, err := snapshot.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, s)
+	}
+	broken := snapshottest.Node(30, 3)
+	broken.Cluster.EndpointSlices[4].Endpoints = broken.Cluster.EndpointSlices[4].Endpoints[1:]
+	broken.Cluster.Services[9].Spec.Ports[0].Port = 81
+	snaps = append(snaps, broken)
+	withRules := 0
+	for i, s := range snaps {
+		for _, n := range s.Nodes {
+			whole, err := analysis.Analyze(s, n.Name, "IPv4")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lean, err := analysis.AnalyzeWith(s, n.Name, "IPv4", analysis.Options{Lean: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(lean.Findings, whole.Findings) {
+				t.Errorf("snapshot %d node %s: lean findings differ:\n got %+v\nwant %+v", i, n.Name, lean.Findings, whole.Findings)
+			}
+			for _, f := range lean.Findings {
+				if len(f.Rules) > 0 {
+					withRules++
+				}
+			}
+		}
+	}
+	if withRules == 0 {
+		t.Error("no finding with rules: the test proves nothing")
+	}
+}

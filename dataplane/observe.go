@@ -37,6 +37,10 @@ type ObserveInput struct {
 	// state's frontends it accepts: a question about one Service need not
 	// walk the node's thousands of others.
 	Only func(behavior.Frontend) bool
+	// NoRules leaves the rules out of the outcomes, and the walks record
+	// no hops: for a whole node's drift, where only a frontend with a
+	// finding shows its rules (and is observed again for them).
+	NoRules bool
 }
 
 // Observe walks the kernel state for every frontend it or the expected
@@ -84,7 +88,11 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 		add(f)
 		keys[f.Key].Listed = true
 	}
-	observeAll(w, p.Describe, env, space, keys, order)
+	describe := p.Describe
+	if in.NoRules {
+		describe = nil
+	}
+	observeAll(w, describe, env, space, keys, order)
 	for _, k := range order {
 		t.Frontends = append(t.Frontends, *keys[k])
 	}
@@ -114,19 +122,20 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 	pkt := func(src netip.Addr, entry Entry) Packet {
 		return Packet{Src: src, Dst: dst, Protocol: proto, SrcPort: 40000, DstPort: uint16(f.Key.Port), Entry: entry}
 	}
-	f.SourceRanges, f.OutsideRanges = observeFirewall(w, f, space, pkt)
+	f.SourceRanges, f.OutsideRanges = observeFirewall(w, f, space, pkt, describe == nil)
 	probes := space.Choose(behavior.ParsePrefixes(f.SourceRanges))
 
 	f.Outcomes = map[behavior.SourceClass]behavior.Outcome{}
+	full := WalkOptions{NoHops: describe == nil}
 	for _, c := range behavior.SourceClasses {
 		var br []Branch
 		switch c {
 		case behavior.FromPod:
-			br = w.walk(pkt(probes.Pod, Prerouting), WalkOptions{})
+			br = w.walk(pkt(probes.Pod, Prerouting), full)
 		case behavior.FromNode:
-			br = w.walk(pkt(probes.Node, Output), WalkOptions{})
+			br = w.walk(pkt(probes.Node, Output), full)
 		case behavior.FromExternal:
-			br = w.walk(pkt(probes.External, Prerouting), WalkOptions{})
+			br = w.walk(pkt(probes.External, Prerouting), full)
 		}
 		f.Outcomes[c] = summarize(br, describe)
 		if f.Affinity == nil {
@@ -162,15 +171,18 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 // Candidate ranges are the ones the state or the model names; a candidate
 // that only loopback or node addresses fill (kube-proxy's "block incoming
 // localnet connections" rule tests 127.0.0.0/8) is no client range.
-func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, pkt func(netip.Addr, Entry) Packet) ([]string, behavior.Verdict) {
+func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, pkt func(netip.Addr, Entry) Packet, noHops bool) ([]string, behavior.Verdict) {
 	cands := behavior.ParsePrefixes(f.SourceRanges)
 	probes := space.Choose(cands)
-	// With hops: the outside class often walks the same packet again.
-	cands = mergePrefixes(cands, sourceCandidates(w.walk(pkt(probes.External, Prerouting), WalkOptions{}), space.ClusterCIDRs))
+	// As the external class walks it: it often walks the same packet.
+	cands = mergePrefixes(cands, sourceCandidates(w.walk(pkt(probes.External, Prerouting), WalkOptions{NoHops: noHops}), space.ClusterCIDRs))
+	if len(cands) == 0 {
+		return nil, ""
+	}
 	probes = space.Choose(cands)
 	verdictOnly := WalkOptions{NoHops: true}
 	outside := summarize(w.walk(pkt(probes.Outside, Prerouting), verdictOnly), nil)
-	if len(cands) == 0 || outside.Verdict == behavior.Forward {
+	if outside.Verdict == behavior.Forward {
 		return nil, ""
 	}
 	var allowed []string
