@@ -1,6 +1,8 @@
 package iptables
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -46,22 +48,22 @@ func (p *Plane) Describe(h dataplane.Hop) dataplane.HopInfo {
 	return d
 }
 
-// ruleAt finds a hop's rule by its line: lines are unique in a dump, and a
-// long chain (KUBE-SERVICES) must not be scanned for every hop. The index
-// is built on first use.
+// ruleAt finds a hop's rule in its chain by its line: a chain's rules come
+// in the order of their lines (a long chain such as KUBE-SERVICES is
+// searched, not scanned); an out-of-order chain is scanned.
 func (p *Plane) ruleAt(h dataplane.Hop) *Rule {
-	p.byLineOnce.Do(func() {
-		p.byLine = map[int]*Rule{}
-		for _, t := range p.Rules.Tables {
-			for _, c := range t.Chains {
-				for _, r := range c.Rules {
-					p.byLine[r.Line] = r
-				}
-			}
+	c := p.Rules.Chain(h.Table, h.Chain)
+	if c == nil {
+		return nil
+	}
+	rules := c.Rules
+	if i, ok := slices.BinarySearchFunc(rules, h.Line, func(r *Rule, line int) int { return cmp.Compare(r.Line, line) }); ok {
+		return rules[i]
+	}
+	for _, r := range rules {
+		if r.Line == h.Line {
+			return r
 		}
-	})
-	if r := p.byLine[h.Line]; r != nil && r.Chain == h.Chain {
-		return r
 	}
 	return nil
 }

@@ -14,10 +14,6 @@ type Plane struct {
 	// walked); Backends all the node's, by backend (nf_tables, legacy).
 	Rules    *Ruleset
 	Backends map[string]*Ruleset
-	// byLine indexes Rules by line, for Describe (built on first use,
-	// once: observe describes hops from several goroutines).
-	byLine     map[int]*Rule
-	byLineOnce sync.Once
 	// index and frontends are made on first use and kept: a recheck
 	// walks one Service again on a state read once.
 	index         map[*Chain]*chainIndex
