@@ -17,6 +17,7 @@
 #   SVCTRACE_BENCH_REPEAT     runs of each command, the fastest kept [1]
 #   SVCTRACE_BENCH_TIMEOUT    go test -timeout [60m]
 #   SVCTRACE_BENCH_REPORT     also write the report (Markdown tables) to this file
+#   SVCTRACE_BENCH_SNAPSHOT_EXT  extension of the snapshot collect writes (.snap, .yaml, .json) [none: the default format]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -16,11 +16,17 @@ type benchConfig struct {
 	Repeat    int      // SVCTRACE_BENCH_REPEAT: runs of each command, the fastest kept, default 1
 	Bin       string   // SVCTRACE_BENCH_BIN: the svctrace binary; empty: the test builds one
 	Report    string   // SVCTRACE_BENCH_REPORT: also write the report to this file
+	// SnapshotExt (SVCTRACE_BENCH_SNAPSHOT_EXT) ends the snapshot file's name, choosing its
+	// format (".yaml", ".json", ".snap"); empty: no extension, the default format.
+	SnapshotExt string
 }
 
 // parseBenchConfig reads the configuration through getenv (os.Getenv in the test).
 func parseBenchConfig(getenv func(string) string) (benchConfig, error) {
-	c := benchConfig{Bin: getenv("SVCTRACE_BENCH_BIN"), Report: getenv("SVCTRACE_BENCH_REPORT")}
+	c := benchConfig{Bin: getenv("SVCTRACE_BENCH_BIN"), Report: getenv("SVCTRACE_BENCH_REPORT"), SnapshotExt: getenv("SVCTRACE_BENCH_SNAPSHOT_EXT")}
+	if c.SnapshotExt != "" && (!strings.HasPrefix(c.SnapshotExt, ".") || strings.ContainsRune(c.SnapshotExt, '/')) {
+		return c, fmt.Errorf("SVCTRACE_BENCH_SNAPSHOT_EXT=%q: want an extension such as .snap", c.SnapshotExt)
+	}
 	var err error
 	if c.Sizes, err = parseInts("SVCTRACE_BENCH_SIZES", getenv("SVCTRACE_BENCH_SIZES"), "1000,10000"); err != nil {
 		return c, err

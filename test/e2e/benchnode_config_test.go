@@ -18,12 +18,12 @@ func TestParseBenchConfig(t *testing.T) {
 	}
 	got, err = parseBenchConfig(env(map[string]string{
 		"SVCTRACE_BENCH_SIZES": " 500, 2000", "SVCTRACE_BENCH_MODES": "nftables", "SVCTRACE_BENCH_ENDPOINTS": "3",
-		"SVCTRACE_BENCH_BIN": "/tmp/x/kubectl-svctrace", "SVCTRACE_BENCH_REPEAT": "3",
+		"SVCTRACE_BENCH_BIN": "/tmp/x/kubectl-svctrace", "SVCTRACE_BENCH_REPEAT": "3", "SVCTRACE_BENCH_SNAPSHOT_EXT": ".snap",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = benchConfig{Sizes: []int{500, 2000}, Modes: []string{"nftables"}, Endpoints: 3, Workers: 8, FullSyncs: 2, Repeat: 3, Bin: "/tmp/x/kubectl-svctrace"}
+	want = benchConfig{Sizes: []int{500, 2000}, Modes: []string{"nftables"}, Endpoints: 3, Workers: 8, FullSyncs: 2, Repeat: 3, Bin: "/tmp/x/kubectl-svctrace", SnapshotExt: ".snap"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("set: got %+v, want %+v", got, want)
 	}
@@ -33,6 +33,8 @@ func TestParseBenchConfig(t *testing.T) {
 		{"SVCTRACE_BENCH_MODES", "iptables,ipvs", `item 2 is "ipvs"`},
 		{"SVCTRACE_BENCH_ENDPOINTS", "2,3", "want one number"},
 		{"SVCTRACE_BENCH_WORKERS", "-1", "SVCTRACE_BENCH_WORKERS"},
+		{"SVCTRACE_BENCH_SNAPSHOT_EXT", "snap", "want an extension"},
+		{"SVCTRACE_BENCH_SNAPSHOT_EXT", "./x", "want an extension"},
 	} {
 		_, err := parseBenchConfig(env(map[string]string{c.key: c.value}))
 		if err == nil || !strings.Contains(err.Error(), c.msg) {

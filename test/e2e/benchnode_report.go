@@ -41,6 +41,8 @@ type benchRun struct {
 	Services     int // the benchmark's Services (the cluster's own "kubernetes" Service aside)
 	Endpoints    int // per Service
 	DumpCommand  string
+	// SnapshotFile is the name collect writes (its extension chooses the format).
+	SnapshotFile string
 	// FullSyncs is how many full syncs the full-sync time is the mean of.
 	FullSyncs int
 	Results   map[string]benchResult
@@ -78,7 +80,7 @@ func (r benchRun) stepLabel(step string) string {
 	case stepAnalysis:
 		return "kernel read + analysis (`drift --local --objects FILE -A`)"
 	case stepCollect:
-		return "`collect --local` (default format)"
+		return fmt.Sprintf("`collect --local -f %s`", r.SnapshotFile)
 	case stepDriftSnapshot:
 		return "`drift --snapshot FILE -A`"
 	case stepExplain:

@@ -10,7 +10,7 @@ func benchTestRun(mode string, services int, scale float64) benchRun {
 	d := func(s float64) time.Duration { return time.Duration(s * scale * float64(time.Second)) }
 	return benchRun{
 		Mode: mode, Backend: map[string]string{"iptables": "legacy"}[mode], ProxyVersion: "v1.36.3",
-		Services: services, Endpoints: 10, DumpCommand: "iptables-legacy-save", FullSyncs: 2,
+		Services: services, Endpoints: 10, DumpCommand: "iptables-legacy-save", FullSyncs: 2, SnapshotFile: "node1.snapshot",
 		Results: map[string]benchResult{
 			stepDump:          {Wall: d(1), MaxRSSKiB: int64(100 * 1024 * scale)},
 			stepFullSync:      {Wall: d(12)},
@@ -41,7 +41,7 @@ func TestFormatBenchReport(t *testing.T) {
 		"| command | 1,000 Services | 10,000 Services | 1k → 10k |\n",
 		"| kernel dump (`iptables-legacy-save`) | 1.00 s, 100 MiB | 12.0 s, 1200 MiB | 12×, 12× |\n",
 		"| kube-proxy's own full sync (mean of 2) | 12.0 s | 144 s | 12× |\n",
-		"| `collect --local` (default format) | 3.00 s, 512 MiB | n/a | n/a |\n",
+		"| `collect --local -f node1.snapshot` | 3.00 s, 512 MiB | n/a | n/a |\n",
 		"| `explain NS/NAME --snapshot FILE` (one Service) | 0.080 s | 0.15 s, 40 MiB | 1.9× |\n",
 		// goals per size: 1.4× of the dump meets iptables' 1.5×, 2.5× RSS does not meet 2×
 		"| kernel read + analysis vs dump, time | ≤ 1.5× | 1.4× met | 1.4× met |\n",
@@ -52,7 +52,7 @@ func TestFormatBenchReport(t *testing.T) {
 		"| linear growth, 1,000 → 10,000 Services | target | time | memory |  |\n",
 		"| `drift --local -A` | ≤ 11× | 12× | 12× | not met |\n",
 		"| `explain NS/NAME --snapshot FILE` (one Service) | ≤ 11× | 1.9× | n/a | met |\n",
-		"| `collect --local` (default format) | ≤ 11× | n/a | n/a | n/a |\n",
+		"| `collect --local -f node1.snapshot` | ≤ 11× | n/a | n/a | n/a |\n",
 		"Files: 1,000 Services: dump 48.0 MiB, objects file 3.0 MiB, snapshot 700 KiB; 10,000 Services:",
 		// nftables: its own table, a stricter goal (1.4× of the dump is not ≤ 1.0×), no growth table
 		"nftables mode, kube-proxy v1.36.3, one node, Services × 10 endpoints:\n",

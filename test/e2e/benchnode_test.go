@@ -97,7 +97,8 @@ func benchNode(t *testing.T, cfg benchConfig, bin string, r *benchRun) {
 	r.Results[stepList] = listObjects(t, l, objFile, cfg.Repeat)
 	r.Bytes["objects"] = fileSize(objFile)
 
-	snap := filepath.Join(dir, "node1.snapshot") // no .yaml or .json: the default format
+	r.SnapshotFile = "node1.snapshot" + cfg.SnapshotExt // no extension: the default format
+	snap := filepath.Join(dir, r.SnapshotFile)
 	r.Results[stepDrift] = m.run("drift", "", bin, "drift", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A")
 	r.Results[stepAnalysis] = m.run("drift --objects", "", bin, "drift", "--local", "--node", "node1", "--objects", objFile, "-A")
 	r.Results[stepCollect] = m.run("collect", "", bin, "collect", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A", "-f", snap)
