@@ -49,7 +49,8 @@ type Partial struct {
 	// IP addresses (an FQDN slice's) are left out.
 	EndpointAddrs []netip.Addr
 	// NamespacePods counts the Pods of the file in the namespace of each
-	// Service of the filter.
+	// Service of the filter (what "matches none of the N pods in
+	// namespace X" counts; the snapshot holds only the selected ones).
 	NamespacePods map[string]int
 }
 
@@ -72,7 +73,8 @@ func (p *Partial) IsEndpointAddr(a netip.Addr) bool {
 
 // LoadPartial reads from a binary snapshot the part that questions about
 // the given Services need (see Partial), decoding nothing else; a name the
-// file does not hold is no error. The Snapshot's Cluster.Partial says what
+// file does not hold is no error, and with no names it reads the node
+// states, the Nodes and the facts of Partial only. The Snapshot's Cluster.Partial says what
 // was loaded. A YAML or JSON file is loaded whole (Load), with
 // Cluster.Partial nil, and so is a snapshot without API objects.
 func LoadPartial(path string, services []types.NamespacedName) (*Snapshot, error) {
