@@ -90,7 +90,12 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		return nil, err
 	}
 	a := &NodeAnalysis{Node: node, Family: family, Config: ns.KubeProxy, state: ns, source: s.Metadata.Source}
+	// The model's view needs only the API objects: it is made while the
+	// dumps are parsed.
+	views := make(chan modelResult, 1)
+	go func() { views <- modelView(s.Cluster, node, family, o, true) }()
 	pl, err := loadPlanes(ns, family)
+	view := <-views
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +111,12 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	a.Notes = append(a.Notes, a.Plane.Notes()...)
 	a.inferred = a.Plane.Infer()
 	a.inferConfig(a.inferred)
-	if err := a.behaviour(s.Cluster, o, nil); err != nil {
+	// Text-level checks read the state as the walks do: both at once.
+	checks := make(chan []behavior.Finding, 1)
+	go func() { checks <- a.Plane.Checks(node, a.Config.Mode) }()
+	err = a.behaviour(view, o, nil)
+	textFindings := <-checks
+	if err != nil {
 		return nil, err
 	}
 	entries, haveCT, err := conntrackEntries(ns, family)
@@ -117,27 +127,48 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		a.Flows = a.CorrelateConntrack(entries)
 		a.Findings = append(a.Findings, ConntrackFindings(node, a.Flows)...)
 	}
-	a.Findings = foldOrphans(append(a.Findings, a.Plane.Checks(node, a.Config.Mode)...))
+	a.Findings = foldOrphans(append(a.Findings, textFindings...))
 	a.Findings = behavior.Merge(a.Findings)
 	return a, nil
 }
 
-// behaviour builds the expected table from the API objects c (nil: none),
-// observes the plane, and adds the differences to the findings. taken, when
-// not nil, is the probe space of an earlier analysis of the node, whose
-// taken addresses are the cluster's endpoints (Recheck).
-func (a *NodeAnalysis) behaviour(c *snapshot.Cluster, o Options, prior *behavior.ProbeSpace) error {
-	ns, family := a.state, a.Family
+// modelResult is the API objects an analysis works on (narrowed to a
+// Service when it asks about one) and kube-proxy's view of them.
+type modelResult struct {
+	cluster *snapshot.Cluster
+	view    *model.NodeView
+	err     error
+}
+
+// modelView builds kube-proxy's view of the node from the API objects c
+// (nil: none), narrowed to o.Service; full says the narrowed cluster must
+// carry the whole cluster's endpoint addresses (see narrowCluster).
+func modelView(c *snapshot.Cluster, node, family string, o Options, full bool) modelResult {
 	if o.Service != nil {
-		c = narrowCluster(c, *o.Service, prior == nil)
+		c = narrowCluster(c, *o.Service, full)
 	}
-	if c != nil {
-		v, err := model.BuildNodeView(c, a.Node, family)
-		if err != nil {
-			return fmt.Errorf("building kube-proxy's view of node %s: %w", a.Node, err)
-		}
-		a.View = v
-		a.Notes = append(a.Notes, v.Notes...)
+	if c == nil {
+		return modelResult{}
+	}
+	v, err := model.BuildNodeView(c, node, family)
+	if err != nil {
+		return modelResult{err: fmt.Errorf("building kube-proxy's view of node %s: %w", node, err)}
+	}
+	return modelResult{cluster: c, view: v}
+}
+
+// behaviour builds the expected table from the model's view m, observes
+// the plane, and adds the differences to the findings. prior, when not
+// nil, is the probe space of an earlier analysis of the node, whose taken
+// addresses are the cluster's endpoints (Recheck).
+func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.ProbeSpace) error {
+	ns, family, c := a.state, a.Family, m.cluster
+	if m.err != nil {
+		return m.err
+	}
+	if m.view != nil {
+		a.View = m.view
+		a.Notes = append(a.Notes, m.view.Notes...)
 	}
 	a.NodeIPs = nodeIPs(a.View, ns, family)
 	a.LocalAddrs = localAddrs(a.NodeIPs, ns.Addresses, family)

@@ -19,7 +19,8 @@ func (a *NodeAnalysis) Recheck(c *snapshot.Cluster, ref ServiceRef) (*NodeAnalys
 	}
 	r := &NodeAnalysis{Node: a.Node, Family: a.Family, Config: a.Config, Plane: a.Plane,
 		state: a.state, source: a.source, inferred: a.inferred}
-	if err := r.behaviour(c, Options{Service: &ref}, a.space); err != nil {
+	o := Options{Service: &ref}
+	if err := r.behaviour(modelView(c, a.Node, a.Family, o, false), o, a.space); err != nil {
 		return nil, err
 	}
 	return r, nil
