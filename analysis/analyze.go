@@ -18,6 +18,7 @@ import (
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/suggest"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // NodeAnalysis is everything svctrace derives for one node and IP family:
@@ -142,10 +143,11 @@ type modelResult struct {
 
 // modelView builds kube-proxy's view of the node from the API objects c
 // (nil: none), narrowed to o.Service; full says the narrowed cluster must
-// carry the whole cluster's endpoint addresses (see narrowCluster).
+// carry the whole cluster's endpoint addresses and names (see
+// snapshot.Cluster.Narrow).
 func modelView(c *snapshot.Cluster, node, family string, o Options, full bool) modelResult {
 	if o.Service != nil {
-		c = narrowCluster(c, *o.Service, full)
+		c = c.Narrow([]types.NamespacedName{{Namespace: o.Service.Namespace, Name: o.Service.Name}}, full)
 	}
 	if c == nil {
 		return modelResult{}

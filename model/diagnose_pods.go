@@ -92,6 +92,11 @@ func selectedPods(c *snapshot.Cluster, svc *corev1.Service) ([]*corev1.Pod, int)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+	if c.Partial != nil {
+		// A partial snapshot holds only the Pods the Service selects or
+		// its endpoints name; it counts the namespace's.
+		n = c.Partial.NamespacePods[svc.Namespace]
+	}
 	return out, n
 }
 
