@@ -169,6 +169,7 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 	} else {
 		f.LocalOnly = p.InternalPolicyLocal
 	}
+	memo := backendMemo{}
 	for _, c := range behavior.SourceClasses {
 		var src netip.Addr
 		switch c {
@@ -186,9 +187,9 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 		case !behavior.Allowed(src, ranges):
 			o = behavior.Outcome{Verdict: behavior.Drop, Reason: fmt.Sprintf("%s: source %s not in loadBalancerSourceRanges", spn, src)}
 		case !external:
-			o = internalOutcome(p, src, cidrs, detector, masqAll, local)
+			o = internalOutcome(p, src, cidrs, detector, masqAll, local, memo)
 		default:
-			o = externalOutcome(p, c, detector, local)
+			o = externalOutcome(p, c, detector, local, memo)
 		}
 		if c != behavior.FromNode {
 			o = local.unmasqueraded(o)
@@ -198,7 +199,7 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 	return f
 }
 
-func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix, detector, masqAll bool, local localDelivery) behavior.Outcome {
+func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix, detector, masqAll bool, local localDelivery, memo backendMemo) behavior.Outcome {
 	eps := p.ClusterEndpoints
 	if p.InternalPolicyLocal {
 		eps = p.LocalEndpoints
@@ -207,29 +208,37 @@ func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix,
 		}
 	}
 	masq := masqAll || (detector && !inPrefixes(src, cidrs))
-	return forward(eps, masq, local)
+	return forward(eps, masq, local, memo)
 }
 
-func externalOutcome(p *model.ServicePort, c behavior.SourceClass, detector bool, local localDelivery) behavior.Outcome {
+func externalOutcome(p *model.ServicePort, c behavior.SourceClass, detector bool, local localDelivery, memo backendMemo) behavior.Outcome {
 	if !p.ExternalPolicyLocal {
-		return forward(p.ClusterEndpoints, true, local)
+		return forward(p.ClusterEndpoints, true, local, memo)
 	}
 	switch {
 	case c == behavior.FromPod && detector:
 		// "pod traffic for ... external destinations" short-circuits to
 		// the cluster endpoints, without masquerade.
-		return forward(p.ClusterEndpoints, false, local)
+		return forward(p.ClusterEndpoints, false, local, memo)
 	case c == behavior.FromNode:
-		return forward(p.ClusterEndpoints, true, local)
+		return forward(p.ClusterEndpoints, true, local, memo)
 	}
 	if len(p.LocalEndpoints) == 0 {
 		return behavior.Outcome{Verdict: behavior.Drop, Reason: p.SPN() + " has no local endpoints"}
 	}
-	return forward(p.LocalEndpoints, false, local)
+	return forward(p.LocalEndpoints, false, local, memo)
 }
 
-func forward(eps []model.Endpoint, masq bool, local localDelivery) behavior.Outcome {
+func forward(eps []model.Endpoint, masq bool, local localDelivery, memo backendMemo) behavior.Outcome {
 	o := behavior.Outcome{Verdict: behavior.Forward, Masquerade: masq}
+	key := backendKey{len(eps), nil}
+	if len(eps) > 0 {
+		key.first = &eps[0]
+	}
+	if bs, ok := memo[key]; ok {
+		o.Backends = bs
+		return o
+	}
 	for _, e := range eps {
 		// Only an endpoint on this node can send to the Service through
 		// this node and be answered by itself, so hairpin masquerading is
@@ -246,7 +255,18 @@ func forward(eps []model.Endpoint, masq bool, local localDelivery) behavior.Outc
 		}
 		o.Backends = append(o.Backends, b)
 	}
+	memo[key] = o.Backends
 	return o
+}
+
+// backendMemo shares one frontend's backend lists between its source
+// classes (they read the same endpoints): the outcomes' Backends are not
+// changed once made.
+type backendMemo map[backendKey][]behavior.Backend
+
+type backendKey struct {
+	n     int
+	first *model.Endpoint
 }
 
 // localDelivery is the set of the node's own addresses: a connection
