@@ -87,21 +87,34 @@ func checkNodes(s *Snapshot) error {
 // BinaryExt is the file name extension of the binary snapshot format.
 const BinaryExt = ".snap"
 
-// Encode writes a snapshot in the format its name asks for: the binary
-// format when the name ends in .snap (BinaryExt), JSON when it ends in
-// .json, YAML otherwise. A partially loaded snapshot (Cluster.Partial set)
+// Encode writes a snapshot in the format its name asks for (see format):
+// the binary one unless the name ends in .json, .yaml or .yml, or is empty
+// (standard output). A partially loaded snapshot (Cluster.Partial set)
 // is refused: it would be saved as if it were whole.
 func Encode(s *Snapshot, name string) ([]byte, error) {
 	if s.Cluster != nil && s.Cluster.Partial != nil {
 		return nil, errors.New("the snapshot was loaded in part (for some Services only); load it whole to write it")
 	}
-	if strings.HasSuffix(name, BinaryExt) {
-		return encodeBinary(s)
-	}
-	if strings.HasSuffix(name, ".json") {
+	switch format(name) {
+	case "json":
 		return jsonIndent(s)
+	case "yaml":
+		return yaml.Marshal(s)
 	}
-	return yaml.Marshal(s)
+	return encodeBinary(s)
+}
+
+// format is the format a snapshot file is written in, by its name: JSON
+// for .json, YAML for .yaml or .yml and for standard output (no name), the
+// binary format (BinaryExt, fast to load and to load in part) otherwise.
+func format(name string) string {
+	switch {
+	case strings.HasSuffix(name, ".json"):
+		return "json"
+	case name == "", strings.HasSuffix(name, ".yaml"), strings.HasSuffix(name, ".yml"):
+		return "yaml"
+	}
+	return "binary"
 }
 
 // Save writes a snapshot to path, through a temporary file so a failed

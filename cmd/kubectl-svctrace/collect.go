@@ -62,7 +62,7 @@ comments and chain hashes.`,
 		},
 	}
 	o.addFlags(cmd, true)
-	cmd.Flags().StringVarP(&o.outFile, "filename", "f", "", "Write the snapshot here (.yaml or .json; - for stdout)")
+	cmd.Flags().StringVarP(&o.outFile, "filename", "f", "", "Write the snapshot here: binary (.snap; loads fastest, and in part for one Service) unless the name ends in .yaml or .json; - for YAML on stdout")
 	cmd.Flags().StringSliceVar(&o.iptablesSave, "iptables-save", nil, "Import: iptables-save output (or iptables -S lines) of the node")
 	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
 	cmd.Flags().StringSliceVar(&o.conntrack, "conntrack", nil, "Import: the node's conntrack table (conntrack -L -o extended, or /proc/net/nf_conntrack)")
