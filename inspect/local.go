@@ -35,10 +35,105 @@ type LocalOptions struct {
 	// destination is one of these (the Services' addresses and the node's
 	// own), filtered in the kernel where it can.
 	ConntrackDst []netip.Addr
+	// Rules, when set, gives the rules ReadRules started reading (while
+	// the caller listed the API objects) instead of reading them now.
+	Rules func() Rules
 }
 
 // DefaultConntrackLimit is how many conntrack entries a snapshot keeps.
 const DefaultConntrackLimit = 100000
+
+// Rules is the rule state of the network namespace the process runs in:
+// the dumps of every tool installed, and what was not read.
+type Rules struct {
+	Dumps []snapshot.Dump
+	Notes []string
+	Err   error
+}
+
+// dumpCommand is one tool that dumps rules.
+type dumpCommand struct {
+	collector, family, backend, bin string
+	args                            []string
+}
+
+func dumpCommands() []dumpCommand {
+	var out []dumpCommand
+	for _, c := range saveCommands {
+		out = append(out, dumpCommand{collector: c.collector, family: c.family, backend: c.backend, bin: c.bin})
+	}
+	return append(out, dumpCommand{collector: snapshot.CollectorNFTJSON, bin: "nft", args: []string{"-j", "list", "ruleset"}})
+}
+
+// ReadRules starts reading the rules of this network namespace, every dump
+// tool at once, and returns the function that waits for them: a caller
+// lists the API objects meanwhile.
+func ReadRules(ctx context.Context) func() Rules {
+	cmds := dumpCommands()
+	results := make([]chan dumpResult, len(cmds))
+	for i, c := range cmds {
+		results[i] = make(chan dumpResult, 1)
+		go func() { results[i] <- runDump(ctx, c) }()
+	}
+	return func() Rules {
+		var r Rules
+		found := 0
+		for i := range cmds {
+			x := <-results[i]
+			switch {
+			case x.err != nil && r.Err == nil:
+				r.Err = x.err
+			case x.note != "":
+				r.Notes = append(r.Notes, x.note)
+			}
+			if x.dump != nil {
+				r.Dumps = append(r.Dumps, *x.dump)
+			}
+			if x.installed {
+				found++
+			}
+		}
+		if r.Err == nil && found == 0 {
+			r.Err = fmt.Errorf("neither iptables-save nor nft found (install iptables and nftables)")
+		}
+		return r
+	}
+}
+
+// dumpResult is what one dump tool gave: its dump, or a note on why there
+// is none, or an error.
+type dumpResult struct {
+	dump      *snapshot.Dump
+	note      string
+	installed bool
+	err       error
+}
+
+// runDump runs one dump tool. A tool not installed, or a legacy backend the
+// kernel lacks, gives a note; a tool that fails, an error.
+func runDump(ctx context.Context, c dumpCommand) dumpResult {
+	path, err := exec.LookPath(c.bin)
+	if err != nil {
+		if c.collector == snapshot.CollectorNFTJSON {
+			return dumpResult{note: "nft not installed: the nftables ruleset was not read"}
+		}
+		return dumpResult{note: fmt.Sprintf("%s not installed: the %s %s backend was not read", c.bin, c.family, c.backend)}
+	}
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, c.args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if c.backend == "legacy" && strings.Contains(errb.String(), "Protocol not supported") {
+			return dumpResult{installed: true, note: fmt.Sprintf("%s: the legacy backend is not available in this kernel", c.bin)}
+		}
+		return dumpResult{installed: true, err: fmt.Errorf("running %s: %v: %s", strings.Join(append([]string{c.bin}, c.args...), " "), err, strings.TrimSpace(errb.String()))}
+	}
+	d := snapshot.Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: c.bin, Text: out.String()}
+	if c.collector == snapshot.CollectorNFTJSON {
+		d = snapshot.Dump{Collector: c.collector, Origin: "nft -j list ruleset", Text: out.String()}
+	}
+	return dumpResult{dump: &d, installed: true}
+}
 
 // CollectLocal reads the kernel state of the network namespace the process
 // runs in: iptables dumps of both backends and families, the nftables
@@ -47,42 +142,16 @@ const DefaultConntrackLimit = 100000
 // dump command that fails is an error.
 func CollectLocal(ctx context.Context, node string, opts LocalOptions) (snapshot.NodeState, []string, error) {
 	ns := snapshot.NodeState{Name: node, CapturedAt: time.Now().UTC()}
-	var notes []string
-	found := 0
-	for _, c := range saveCommands {
-		path, err := exec.LookPath(c.bin)
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("%s not installed: the %s %s backend was not read", c.bin, c.family, c.backend))
-			continue
-		}
-		found++
-		var out, errb bytes.Buffer
-		cmd := exec.CommandContext(ctx, path)
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			if c.backend == "legacy" && strings.Contains(errb.String(), "Protocol not supported") {
-				notes = append(notes, fmt.Sprintf("%s: the legacy backend is not available in this kernel", c.bin))
-				continue
-			}
-			return ns, notes, fmt.Errorf("running %s: %v: %s", c.bin, err, strings.TrimSpace(errb.String()))
-		}
-		ns.Dumps = append(ns.Dumps, snapshot.Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: c.bin, Text: out.String()})
+	wait := opts.Rules
+	if wait == nil {
+		wait = ReadRules(ctx)
 	}
-	if path, err := exec.LookPath("nft"); err != nil {
-		notes = append(notes, "nft not installed: the nftables ruleset was not read")
-	} else {
-		found++
-		var out, errb bytes.Buffer
-		cmd := exec.CommandContext(ctx, path, "-j", "list", "ruleset")
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return ns, notes, fmt.Errorf("running nft -j list ruleset: %v: %s", err, strings.TrimSpace(errb.String()))
-		}
-		ns.Dumps = append(ns.Dumps, snapshot.Dump{Collector: snapshot.CollectorNFTJSON, Origin: "nft -j list ruleset", Text: out.String()})
+	rules := wait()
+	notes := rules.Notes
+	if rules.Err != nil {
+		return ns, notes, rules.Err
 	}
-	if found == 0 {
-		return ns, notes, fmt.Errorf("neither iptables-save nor nft found (install iptables and nftables)")
-	}
+	ns.Dumps = rules.Dumps
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return ns, notes, fmt.Errorf("listing local addresses: %w", err)

@@ -168,6 +168,8 @@ func (o *commonOptions) pickNode(s *snapshot.Snapshot) error {
 func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 		Metadata: snapshot.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + version}}
+	// The kernel's rules are read while the API objects are listed.
+	rules := inspect.ReadRules(ctx)
 	pc, pcErr := inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
 	if o.objectsFile != "" {
 		c, notes, err := decodeObjectsFile(o.objectsFile)
@@ -203,7 +205,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 	}
 	// The conntrack table is read only for the Services' addresses and
 	// the node's own (NodePorts), so a full table stays out of memory.
-	node, lnotes, err := inspect.CollectLocal(ctx, o.node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(s.Cluster)})
+	node, lnotes, err := inspect.CollectLocal(ctx, o.node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(s.Cluster), Rules: rules})
 	if err != nil {
 		return nil, err
 	}
