@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/svctrace/svctrace/snapshot"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -28,36 +30,52 @@ func CollectAPI(ctx context.Context, cs kubernetes.Interface, namespace string) 
 		}
 		return false
 	}
-	svcs, err := cs.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing services in %s: %w", nsName(namespace), err)
+	// The lists are independent: they are made at once, and their
+	// results read in a fixed order.
+	var (
+		wg                                       sync.WaitGroup
+		svcs                                     *corev1.ServiceList
+		slices                                   *discoveryv1.EndpointSliceList
+		nodes                                    *corev1.NodeList
+		pods                                     *corev1.PodList
+		endpoints                                corev1.EndpointsList
+		svcErr, sliceErr, nodeErr, podErr, epErr error
+	)
+	wg.Go(func() { svcs, svcErr = cs.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{}) })
+	wg.Go(func() { slices, sliceErr = cs.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{}) })
+	wg.Go(func() { nodes, nodeErr = cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}) })
+	wg.Go(func() { pods, podErr = cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{}) })
+	wg.Go(func() { endpoints, epErr = listEndpoints(ctx, cs, namespace) })
+	wg.Wait()
+	if svcErr != nil {
+		return nil, nil, fmt.Errorf("listing services in %s: %w", nsName(namespace), svcErr)
 	}
 	c.Services = svcs.Items
-	slices, err := cs.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil && !forbidden("endpointslices", err) {
-		return nil, nil, fmt.Errorf("listing endpointslices in %s: %w", nsName(namespace), err)
-	} else if err == nil {
+	if sliceErr != nil && !forbidden("endpointslices", sliceErr) {
+		return nil, nil, fmt.Errorf("listing endpointslices in %s: %w", nsName(namespace), sliceErr)
+	} else if sliceErr == nil {
 		c.EndpointSlices = slices.Items
 	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil && !forbidden("nodes", err) {
-		return nil, nil, fmt.Errorf("listing nodes: %w", err)
-	} else if err == nil {
+	if nodeErr != nil && !forbidden("nodes", nodeErr) {
+		return nil, nil, fmt.Errorf("listing nodes: %w", nodeErr)
+	} else if nodeErr == nil {
 		c.Nodes = nodes.Items
 	}
-	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil && !forbidden("pods", err) {
-		return nil, nil, fmt.Errorf("listing pods in %s: %w", nsName(namespace), err)
-	} else if err == nil {
+	if podErr != nil && !forbidden("pods", podErr) {
+		return nil, nil, fmt.Errorf("listing pods in %s: %w", nsName(namespace), podErr)
+	} else if podErr == nil {
 		c.Pods = pods.Items
 		c.PodsListed = true
 	}
-	note, err := listEndpoints(ctx, cs, namespace, c, forbidden)
-	if err != nil {
-		return nil, nil, err
-	}
-	if note != "" {
-		notes = append(notes, note)
+	switch {
+	case epErr == nil:
+		c.Endpoints = endpoints.Items
+		c.EndpointsListed = true
+	case forbidden("endpoints", epErr):
+	case apierrors.IsNotFound(epErr):
+		notes = append(notes, "the API server does not serve v1 Endpoints: only EndpointSlices are read")
+	default:
+		return nil, nil, fmt.Errorf("listing endpoints in %s: %w", nsName(namespace), epErr)
 	}
 	for i := range c.Services {
 		c.Services[i].ManagedFields = nil
@@ -71,34 +89,22 @@ func CollectAPI(ctx context.Context, cs kubernetes.Interface, namespace string) 
 	return c, notes, nil
 }
 
-// listEndpoints lists the v1 Endpoints objects into c. The API server
-// answers every such list with a deprecation warning (v1.33 and later),
-// which would be printed on each run: the list is made without warning
-// handling where the client allows it. A forbidden list becomes a note
-// (through forbidden), and so does a server that no longer serves them.
-func listEndpoints(ctx context.Context, cs kubernetes.Interface, namespace string, c *snapshot.Cluster, forbidden func(string, error) bool) (string, error) {
+// listEndpoints lists the v1 Endpoints objects. The API server answers
+// every such list with a deprecation warning (v1.33 and later), which
+// would be printed on each run: the list is made without warning handling
+// where the client allows it.
+func listEndpoints(ctx context.Context, cs kubernetes.Interface, namespace string) (corev1.EndpointsList, error) {
 	var list corev1.EndpointsList
-	var err error
 	if rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
-		err = rc.Get().Namespace(namespace).Resource("endpoints").
+		err := rc.Get().Namespace(namespace).Resource("endpoints").
 			WarningHandler(rest.NoWarnings{}).Do(ctx).Into(&list)
-	} else {
-		var l *corev1.EndpointsList
-		if l, err = cs.CoreV1().Endpoints(namespace).List(ctx, metav1.ListOptions{}); err == nil {
-			list = *l
-		}
+		return list, err
 	}
-	switch {
-	case err == nil:
-		c.Endpoints = list.Items
-		c.EndpointsListed = true
-		return "", nil
-	case forbidden("endpoints", err):
-		return "", nil
-	case apierrors.IsNotFound(err):
-		return "the API server does not serve v1 Endpoints: only EndpointSlices are read", nil
+	l, err := cs.CoreV1().Endpoints(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return list, err
 	}
-	return "", fmt.Errorf("listing endpoints in %s: %w", nsName(namespace), err)
+	return *l, nil
 }
 
 // ProxyConfigFromAPI reads kube-proxy's settings from the kube-proxy

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,6 +38,10 @@ func newClientset(cf *genericclioptions.ConfigFlags) (kubernetes.Interface, erro
 	if err != nil {
 		return nil, err
 	}
+	// Built-in objects in protobuf: a 10,000-Service cluster's lists decode
+	// several times faster than in JSON. JSON stays acceptable.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating API client: %w", err)
