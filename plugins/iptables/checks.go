@@ -26,12 +26,13 @@ var perServicePrefixes = []string{PrefixSVC, PrefixSVL, PrefixEXT, PrefixFW, Pre
 // ("" when unknown).
 func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 	var out []behavior.Finding
-	referenced := map[string]bool{}
+	type chainRef struct{ table, chain string }
+	referenced := map[chainRef]bool{}
 	for _, t := range rs.Tables {
 		for _, c := range t.Chains {
 			for _, r := range c.Rules {
-				if r.Target != "" {
-					referenced[t.Name+"/"+r.Target] = true
+				if r.Target != "" && hasAnyPrefix(r.Target, perServicePrefixes) {
+					referenced[chainRef{t.Name, r.Target}] = true
 				}
 			}
 		}
@@ -40,7 +41,7 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 		t := rs.Tables[tname]
 		for _, cname := range t.ChainOrder {
 			c := t.Chains[cname]
-			if hasAnyPrefix(cname, perServicePrefixes) && !referenced[tname+"/"+cname] {
+			if hasAnyPrefix(cname, perServicePrefixes) && !referenced[chainRef{tname, cname}] {
 				out = append(out, behavior.Finding{
 					Type: behavior.OrphanChain, Node: node, Service: chainService(c),
 					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", tname, cname, len(c.Rules)),
