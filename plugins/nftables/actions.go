@@ -46,7 +46,21 @@ func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []rul
 	if n.Port != nil {
 		to = &Concat{Parts: []Expr{n.Addr, n.Port}}
 	}
-	return k.fork(s, k.eval(s, t, to), rc, func(s *state, a alt, rc rctx) []ruleOut {
+	alts := k.eval(s, t, to)
+	if s.opts.Toward.IsValid() {
+		// Only the alternative to the backend asked about is followed:
+		// the others would be dropped at their translation anyway.
+		alts = towardOnly(alts, s)
+		if len(alts) == 0 {
+			return nil
+		}
+		if len(alts) == 1 && alts[0].p < 1 {
+			s.prob *= alts[0].p
+			rc.prob *= alts[0].p
+			alts[0].p = 1
+		}
+	}
+	return k.fork(s, alts, rc, func(s *state, a alt, rc rctx) []ruleOut {
 		addr, port, ok := natTarget(a.v, s.pkt.DstPort)
 		if !ok {
 			if a.v.kind == vUnknown {
@@ -63,6 +77,19 @@ func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []rul
 		k.hop(s, t, c, r, rc)
 		return []ruleOut{{st: s, kind: outAccept}}
 	})
+}
+
+// towardOnly keeps the alternatives of a DNAT target that translate to the
+// walk's Toward, and those that are no address (noted when followed).
+func towardOnly(alts []alt, s *state) []alt {
+	var out []alt
+	for _, a := range alts {
+		if addr, port, ok := natTarget(a.v, s.pkt.DstPort); ok && !s.opts.Keeps(netip.AddrPortFrom(addr, port)) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // natTarget reads a DNAT target: an address, or "address . port".

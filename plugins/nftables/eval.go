@@ -40,9 +40,27 @@ func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 		s.note("%s: a hash of the packet, taken as uniform over clients", x)
 		return uniform(x.Mod, x.Offset)
 	case *Concat:
-		out := []alt{{v: value{kind: vConcat}, p: 1}}
+		// Each part is evaluated once (an evaluation has no effect but
+		// its notes, which are kept once). While every part has one
+		// value, the concatenation is built in place.
+		out := []alt{{v: value{kind: vConcat, parts: make([]value, 0, len(x.Parts))}, p: 1}}
 		for _, part := range x.Parts {
-			out = pairs(s, x, out, func() []alt { return k.eval(s, t, part) }, concatValue)
+			right := k.eval(s, t, part)
+			if len(out) == 1 && len(right) == 1 {
+				a, b := &out[0], right[0]
+				switch {
+				case b.v.kind == vUnknown || b.v.kind == vNone:
+					a.v = b.v // as concatValue: the last such part decides
+				case a.v.kind == vConcat:
+					a.v.parts = append(a.v.parts, b.v) // parts made here, not shared
+				}
+				a.p *= b.p
+				if len(b.hits) > 0 {
+					a.hits = append(slices.Clip(a.hits), b.hits...)
+				}
+				continue
+			}
+			out = pairs(s, x, out, func() []alt { return right }, concatValue)
 		}
 		return out
 	case *Binop:

@@ -15,8 +15,10 @@ func litAddr(e Expr) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	t := lit.Text
-	if p, err := netip.ParsePrefix(t); err == nil && p.Bits() == p.Addr().BitLen() {
-		return p.Addr(), true
+	if strings.Contains(t, "/") {
+		// A prefix of one address is the address.
+		p, err := netip.ParsePrefix(t)
+		return p.Addr(), err == nil && p.Bits() == p.Addr().BitLen()
 	}
 	a, err := netip.ParseAddr(t)
 	return a, err == nil
@@ -109,7 +111,7 @@ func dataValue(e Expr) value {
 		}
 		return value{kind: vStr, s: x.Text}
 	case *Concat:
-		v := value{kind: vConcat}
+		v := value{kind: vConcat, parts: make([]value, 0, len(x.Parts))}
 		for _, p := range x.Parts {
 			v.parts = append(v.parts, dataValue(p))
 		}
