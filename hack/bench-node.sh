@@ -29,7 +29,9 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "== building kubectl-svctrace ($(git describe --always --dirty 2>/dev/null || echo unknown))"
+# The version measured is the one built now: the tree may change during the run.
+built="$(git describe --always --dirty 2>/dev/null || echo unknown)"
+echo "== building kubectl-svctrace ($built)"
 go build -o "$work/kubectl-svctrace" ./cmd/kubectl-svctrace
 
 export SVCTRACE_BENCH_BIN="$work/kubectl-svctrace"
@@ -52,7 +54,7 @@ if [ "$status" = 0 ] && ! grep -q '^--- PASS: TestBenchNode' "$work/test.log"; t
 fi
 
 echo
-echo "== svctrace $(git describe --always --dirty 2>/dev/null || echo unknown), $(go version | cut -d' ' -f3)"
+echo "== svctrace $built, $(go version | cut -d' ' -f3)"
 if [ -s "$report" ]; then
 	cat "$report"
 else
