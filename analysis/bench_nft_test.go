@@ -81,67 +81,17 @@ func TestSyntheticNFTNodeReadsLikeCapture(t *testing.T) {
 	}
 }
 
-// benchmarkAnalyzeNFT is drift's whole analysis of an nftables node in
-// memory: parse, expected, observe, compare; lean, as drift runs it.
-func benchmarkAnalyzeNFT(b *testing.B, services int) {
-	s := snapshottest.NodeNFTables(services, 10)
-	b.ReportAllocs()
-	for b.Loop() {
-		a, err := analysis.AnalyzeWith(s, "node1", "IPv4", analysis.Options{Lean: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(a.Findings) != 0 || len(a.Observed.Frontends) != services {
-			b.Fatalf("%d frontends, %d findings", len(a.Observed.Frontends), len(a.Findings))
-		}
-	}
+// The benchmarks of analysis/bench_test.go on an nftables node.
+
+func BenchmarkAnalyzeNFT1k(b *testing.B)  { benchmarkAnalyze(b, snapshottest.NodeNFTables, 1000) }
+func BenchmarkAnalyzeNFT10k(b *testing.B) { benchmarkAnalyze(b, snapshottest.NodeNFTables, 10000) }
+
+func BenchmarkAnalyzeOneNFT1k(b *testing.B) {
+	benchmarkAnalyzeOne(b, snapshottest.NodeNFTables, 1000)
+}
+func BenchmarkAnalyzeOneNFT10k(b *testing.B) {
+	benchmarkAnalyzeOne(b, snapshottest.NodeNFTables, 10000)
 }
 
-func BenchmarkAnalyzeNFT1k(b *testing.B)  { benchmarkAnalyzeNFT(b, 1000) }
-func BenchmarkAnalyzeNFT10k(b *testing.B) { benchmarkAnalyzeNFT(b, 10000) }
-
-// benchmarkAnalyzeOneNFT is explain's analysis of one Service of an
-// nftables node.
-func benchmarkAnalyzeOneNFT(b *testing.B, services int) {
-	s := snapshottest.NodeNFTables(services, 10)
-	ref := analysis.ServiceRef{Namespace: s.Cluster.Services[services/2].Namespace, Name: s.Cluster.Services[services/2].Name}
-	b.ReportAllocs()
-	for b.Loop() {
-		a, err := analysis.AnalyzeWith(s, "node1", "IPv4", analysis.Options{Service: &ref})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(a.Observed.Frontends) != 1 || len(a.Findings) != 0 {
-			b.Fatalf("%d frontends, %d findings", len(a.Observed.Frontends), len(a.Findings))
-		}
-	}
-}
-
-func BenchmarkAnalyzeOneNFT1k(b *testing.B)  { benchmarkAnalyzeOneNFT(b, 1000) }
-func BenchmarkAnalyzeOneNFT10k(b *testing.B) { benchmarkAnalyzeOneNFT(b, 10000) }
-
-// benchmarkRecheckNFT is the agent's check of an nftables node after one
-// EndpointSlice changed.
-func benchmarkRecheckNFT(b *testing.B, services int) {
-	s := snapshottest.NodeNFTables(services, 10)
-	a, err := analysis.Analyze(s, "node1", "IPv4")
-	if err != nil {
-		b.Fatal(err)
-	}
-	es := &s.Cluster.EndpointSlices[services/2]
-	es.Endpoints = es.Endpoints[1:]
-	ref := analysis.ServiceRef{Namespace: es.Namespace, Name: es.Labels["kubernetes.io/service-name"]}
-	b.ReportAllocs()
-	for b.Loop() {
-		r, err := a.Recheck(s.Cluster, ref)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(r.Findings) != 1 {
-			b.Fatalf("%d findings, want the stale endpoint", len(r.Findings))
-		}
-	}
-}
-
-func BenchmarkRecheckNFT1k(b *testing.B)  { benchmarkRecheckNFT(b, 1000) }
-func BenchmarkRecheckNFT10k(b *testing.B) { benchmarkRecheckNFT(b, 10000) }
+func BenchmarkRecheckNFT1k(b *testing.B)  { benchmarkRecheck(b, snapshottest.NodeNFTables, 1000) }
+func BenchmarkRecheckNFT10k(b *testing.B) { benchmarkRecheck(b, snapshottest.NodeNFTables, 10000) }

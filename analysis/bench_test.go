@@ -37,25 +37,29 @@ func TestSyntheticNodeHealthy(t *testing.T) {
 	}
 }
 
+// nodeMaker makes a synthetic node of so many Services × endpoints: one
+// per data plane (snapshottest.Node, snapshottest.NodeNFTables).
+type nodeMaker func(services, endpoints int) *snapshot.Snapshot
+
 // benchmarkAnalyze is drift's whole analysis of a node whose snapshot is
 // in memory (as in the agent): parse, expected, observe, compare; lean, as
 // drift runs it.
-func benchmarkAnalyze(b *testing.B, services int) {
-	s := snapshottest.Node(services, 10)
+func benchmarkAnalyze(b *testing.B, node nodeMaker, services int) {
+	s := node(services, 10)
 	b.ReportAllocs()
 	for b.Loop() {
 		a, err := analysis.AnalyzeWith(s, "node1", "IPv4", analysis.Options{Lean: true})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(a.Findings) != 0 {
-			b.Fatalf("%d findings", len(a.Findings))
+		if len(a.Findings) != 0 || len(a.Observed.Frontends) != services {
+			b.Fatalf("%d frontends, %d findings", len(a.Observed.Frontends), len(a.Findings))
 		}
 	}
 }
 
-func BenchmarkAnalyze1k(b *testing.B)  { benchmarkAnalyze(b, 1000) }
-func BenchmarkAnalyze10k(b *testing.B) { benchmarkAnalyze(b, 10000) }
+func BenchmarkAnalyze1k(b *testing.B)  { benchmarkAnalyze(b, snapshottest.Node, 1000) }
+func BenchmarkAnalyze10k(b *testing.B) { benchmarkAnalyze(b, snapshottest.Node, 10000) }
 
 // benchmarkLoad reads a snapshot file of the node in the given format.
 func benchmarkLoad(b *testing.B, services int, ext string) {
@@ -83,8 +87,8 @@ func BenchmarkLoadJSON10k(b *testing.B) { benchmarkLoad(b, 10000, "json") }
 
 // benchmarkAnalyzeOne is explain's analysis: one Service of the node, the
 // rules parsed and the snapshot in memory.
-func benchmarkAnalyzeOne(b *testing.B, services int) {
-	s := snapshottest.Node(services, 10)
+func benchmarkAnalyzeOne(b *testing.B, node nodeMaker, services int) {
+	s := node(services, 10)
 	ref := analysis.ServiceRef{Namespace: s.Cluster.Services[services/2].Namespace, Name: s.Cluster.Services[services/2].Name}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -98,13 +102,13 @@ func benchmarkAnalyzeOne(b *testing.B, services int) {
 	}
 }
 
-func BenchmarkAnalyzeOne1k(b *testing.B)  { benchmarkAnalyzeOne(b, 1000) }
-func BenchmarkAnalyzeOne10k(b *testing.B) { benchmarkAnalyzeOne(b, 10000) }
+func BenchmarkAnalyzeOne1k(b *testing.B)  { benchmarkAnalyzeOne(b, snapshottest.Node, 1000) }
+func BenchmarkAnalyzeOne10k(b *testing.B) { benchmarkAnalyzeOne(b, snapshottest.Node, 10000) }
 
 // benchmarkRecheck is the agent's check after one EndpointSlice changed:
 // the node analysed once, then that Service again.
-func benchmarkRecheck(b *testing.B, services int) {
-	s := snapshottest.Node(services, 10)
+func benchmarkRecheck(b *testing.B, node nodeMaker, services int) {
+	s := node(services, 10)
 	a, err := analysis.Analyze(s, "node1", "IPv4")
 	if err != nil {
 		b.Fatal(err)
@@ -125,5 +129,5 @@ func benchmarkRecheck(b *testing.B, services int) {
 	}
 }
 
-func BenchmarkRecheck1k(b *testing.B)  { benchmarkRecheck(b, 1000) }
-func BenchmarkRecheck10k(b *testing.B) { benchmarkRecheck(b, 10000) }
+func BenchmarkRecheck1k(b *testing.B)  { benchmarkRecheck(b, snapshottest.Node, 1000) }
+func BenchmarkRecheck10k(b *testing.B) { benchmarkRecheck(b, snapshottest.Node, 10000) }
