@@ -116,6 +116,26 @@ type Element struct {
 	Comment string
 	// Timeout and Expires are in seconds (0: none).
 	Timeout, Expires int64
+	// data is Data as a value, read once when the element is parsed
+	// (dataKnown): a walk looks a map's data up for every packet.
+	data      value
+	dataKnown bool
+}
+
+// setData sets a map element's data and reads its value once.
+func (el *Element) setData(d Expr) {
+	el.Data = d
+	if _, verdict := d.(*Verdict); !verdict && d != nil {
+		el.data, el.dataKnown = dataValue(d), true
+	}
+}
+
+// dataValue is the value of the element's data.
+func (el *Element) dataValue() value {
+	if el.dataKnown {
+		return el.data
+	}
+	return dataValue(el.Data)
 }
 
 // Counter is a named counter object.

@@ -78,7 +78,7 @@ func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 				out = append(out, alt{v: none(), p: a.p, hits: a.hits})
 				continue
 			}
-			out = append(out, alt{v: dataValue(h.el.Data), p: a.p, hits: append(slices.Clip(a.hits), *h)})
+			out = append(out, alt{v: h.el.dataValue(), p: a.p, hits: append(slices.Clip(a.hits), *h)})
 		}
 		return out
 	case *Unknown:

@@ -9,9 +9,19 @@ import (
 
 // hit is a set or map element a rule matched.
 type hit struct {
-	set  string // "" for an anonymous set
-	el   *Element
+	set string // "" for an anonymous set
+	el  *Element
+	// text describes a hit without an element (a client in an affinity
+	// set); an element describes itself, when asked (desc).
 	text string
+}
+
+// desc is the element that matched, as nft prints it.
+func (h hit) desc() string {
+	if h.el != nil {
+		return h.el.String()
+	}
+	return h.text
 }
 
 // rctx is what one rule has gathered so far on a branch.
@@ -79,7 +89,7 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 				return nil
 			}
 			if _, ok := h.el.Data.(*Verdict); !ok {
-				s.note("%s: element %s of a verdict map holds no verdict; assumed not to match", ruleRef(t, c, r), h.text)
+				s.note("%s: element %s of a verdict map holds no verdict; assumed not to match", ruleRef(t, c, r), h.desc())
 				return nil
 			}
 			return h
@@ -192,7 +202,7 @@ func (k *walk) hop(s *state, t *Table, c *Chain, r *Rule, rc rctx) {
 	}
 	texts := make([]string, 0, len(rc.hits))
 	for _, x := range rc.hits {
-		texts = append(texts, x.text)
+		texts = append(texts, x.desc())
 	}
 	h.Element = strings.Join(texts, "; ")
 	s.hops = append(s.hops, h)

@@ -111,7 +111,7 @@ func (k *walk) lookupIn(s *state, t *Table, data Expr, v value) *hit {
 			s.note("set @%s is not in table %s: lookup taken as failed", d.Name, t.ID())
 			return nil
 		}
-		if k.w.dynamic[t.ID()+"\x00"+d.Name] {
+		if k.w.dynamic[setRef{t, d.Name}] {
 			// Written from the packet path (affinity): its elements are
 			// clients seen before, which Env.Sticky names.
 			if k.w.env.Sticky[d.Name] {
@@ -120,12 +120,12 @@ func (k *walk) lookupIn(s *state, t *Table, data Expr, v value) *hit {
 			return nil
 		}
 		if el := set.find(v); el != nil {
-			return &hit{set: d.Name, el: el, text: el.String()}
+			return &hit{set: d.Name, el: el}
 		}
 	case *AnonSet:
 		for _, el := range d.Elems {
 			if matchAtom(v, el.Key) {
-				return &hit{el: el, text: el.String()}
+				return &hit{el: el}
 			}
 		}
 	}
@@ -143,7 +143,7 @@ func (k *walk) recordSources(s *state, t *Table, m *Match) {
 	switch x := m.Right.(type) {
 	case *SetRef:
 		set := t.Set(x.Name)
-		if set == nil || k.w.dynamic[t.ID()+"\x00"+x.Name] {
+		if set == nil || k.w.dynamic[setRef{t, x.Name}] {
 			return
 		}
 		for _, el := range set.Elements {

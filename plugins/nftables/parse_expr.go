@@ -244,7 +244,9 @@ func (p *parser) lookup(m map[string]any, path, fam string, mk func(k, d Expr) E
 			if !ok || len(pair.Items) != 2 {
 				return nil, fmt.Errorf("%s.data[%d]: want a [key, value] pair", path, i)
 			}
-			as.Elems = append(as.Elems, &Element{Key: pair.Items[0], Data: pair.Items[1]})
+			el := &Element{Key: pair.Items[0]}
+			el.setData(pair.Items[1])
+			as.Elems = append(as.Elems, el)
 		}
 		d = as
 	}

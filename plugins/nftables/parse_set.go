@@ -87,7 +87,7 @@ func (p *parser) element(v any, path string, isMap bool, fam string) (*Element, 
 		if err != nil {
 			return nil, err
 		}
-		el.Data = d
+		el.setData(d)
 		path += "[0]"
 	} else if isMap {
 		return nil, fmt.Errorf("%s: a map element must be a [key, value] pair, got %s", path, jsonType(v))

@@ -22,7 +22,7 @@ type Plane struct {
 	// hooks, dynamic and frontends are made on first use and kept: a
 	// recheck walks one Service again on a state read once.
 	hooks         map[string][]baseChain
-	dynamic       map[string]bool
+	dynamic       map[setRef]bool
 	walkOnce      sync.Once
 	frontends     []behavior.Frontend
 	frontendNotes []string
@@ -104,7 +104,7 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 		env = &dataplane.Env{}
 	}
 	p.walkOnce.Do(func() {
-		p.hooks, p.dynamic = map[string][]baseChain{}, map[string]bool{}
+		p.hooks, p.dynamic = map[string][]baseChain{}, map[setRef]bool{}
 		for _, h := range []string{"prerouting", "input", "forward", "output", "postrouting"} {
 			p.hooks[h] = p.hookChains(h)
 		}
@@ -113,7 +113,7 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 				for _, r := range c.Rules {
 					for _, s := range r.Stmts {
 						if ss, ok := s.(*SetStmt); ok && ss.Op != "delete" {
-							p.dynamic[t.ID()+"\x00"+ss.Set] = true
+							p.dynamic[setRef{t, ss.Set}] = true
 						}
 					}
 				}

@@ -8,15 +8,21 @@ import (
 	"github.com/svctrace/svctrace/dataplane"
 )
 
+// setRef names a set of a table.
+type setRef struct {
+	table *Table
+	set   string
+}
+
 // walker walks packets through one family's tables.
 type walker struct {
 	p     *Plane
 	env   *dataplane.Env
 	hooks map[string][]baseChain
-	// dynamic marks the sets rules write to ("table\x00set"): their
+	// dynamic marks the sets rules write to: their
 	// elements are per-client state, so a lookup matches only for the
 	// sets Env.Sticky names.
-	dynamic map[string]bool
+	dynamic map[setRef]bool
 }
 
 // maxBranches bounds the forks of one walk and maxSteps the rules it
