@@ -12,6 +12,17 @@ type Literal struct {
 	Text string
 	// Num: the JSON held a number.
 	Num bool
+	// val is Text read as a value once, when parsed (known): a walk
+	// evaluates the literals of its rules for every packet.
+	val   value
+	known bool
+}
+
+// newLiteral is a parsed literal, its value read.
+func newLiteral(text string, num bool) *Literal {
+	l := &Literal{Text: text, Num: num}
+	l.val, l.known = literalValue(l), true
+	return l
 }
 
 // Payload is a packet header field ("ip saddr", "th dport"); a raw

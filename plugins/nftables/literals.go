@@ -100,16 +100,24 @@ func protoName(n uint64) string {
 }
 
 // dataValue reads a map element's data (an address, "addr . port").
+// literalValue reads a literal: an address, a number, or a string.
+func literalValue(x *Literal) value {
+	if a, ok := litAddr(x); ok {
+		return value{kind: vAddr, addr: a}
+	}
+	if n, ok := litInt(x.Text); ok {
+		return value{kind: vInt, n: n}
+	}
+	return value{kind: vStr, s: x.Text}
+}
+
 func dataValue(e Expr) value {
 	switch x := e.(type) {
 	case *Literal:
-		if a, ok := litAddr(x); ok {
-			return value{kind: vAddr, addr: a}
+		if x.known {
+			return x.val
 		}
-		if n, ok := litInt(x.Text); ok {
-			return value{kind: vInt, n: n}
-		}
-		return value{kind: vStr, s: x.Text}
+		return literalValue(x)
 	case *Concat:
 		v := value{kind: vConcat, parts: make([]value, 0, len(x.Parts))}
 		for _, p := range x.Parts {

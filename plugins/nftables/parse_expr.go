@@ -13,11 +13,11 @@ func (p *parser) expr(v any, path, fam string) (Expr, error) {
 		if strings.HasPrefix(x, "@") {
 			return &SetRef{Name: x[1:]}, nil
 		}
-		return &Literal{Text: x}, nil
+		return newLiteral(x, false), nil
 	case json.Number:
-		return &Literal{Text: x.String(), Num: true}, nil
+		return newLiteral(x.String(), true), nil
 	case bool:
-		return &Literal{Text: fmt.Sprint(x)}, nil
+		return newLiteral(fmt.Sprint(x), false), nil
 	case []any:
 		l := &List{}
 		for i, e := range x {
