@@ -9,39 +9,6 @@ import (
 	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
 
-// TestSyntheticNFTNodeHealthy keeps the nftables benchmarks' node honest,
-// as TestSyntheticNodeHealthy does the iptables one: drift finds nothing on
-// it, checks every Service, and finds an endpoint the API dropped.
-func TestSyntheticNFTNodeHealthy(t *testing.T) {
-	r, err := analysis.Drift(snapshottest.NodeNFTables(50, 4), analysis.DriftOptions{Family: "IPv4"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Findings) != 0 {
-		t.Errorf("%d findings on the synthetic node, first: %+v", len(r.Findings), r.Findings[0])
-	}
-	if r.Nodes[0].Frontends != 50 {
-		t.Errorf("%d frontends checked, want 50", r.Nodes[0].Frontends)
-	}
-	s := snapshottest.NodeNFTables(50, 4)
-	s.Cluster.EndpointSlices[7].Endpoints = s.Cluster.EndpointSlices[7].Endpoints[1:]
-	r, err = analysis.Drift(s, analysis.DriftOptions{Family: "IPv4"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Findings) != 1 || r.Findings[0].Type != "StaleEndpoint" || r.Findings[0].Service != "ns-7/svc-7:http" {
-		t.Errorf("findings %+v, want one StaleEndpoint of ns-7/svc-7:http", r.Findings)
-	}
-	// Services without endpoints are rejected, as kube-proxy does.
-	r, err = analysis.Drift(snapshottest.NodeNFTables(5, 0), analysis.DriftOptions{Family: "IPv4"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Findings) != 0 || r.Nodes[0].Frontends != 5 {
-		t.Errorf("without endpoints: %d frontends, findings %+v; want 5 and none", r.Nodes[0].Frontends, r.Findings)
-	}
-}
-
 // TestSyntheticNFTNodeReadsLikeCapture: the nftables plane reads the same
 // settings off the synthetic node as off the lab's node1 with real
 // kube-proxy v1.36.3 in nftables mode, notes nothing on it, and both are

@@ -10,30 +10,42 @@ import (
 	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
 
-// TestSyntheticNodeHealthy keeps the benchmarks' node honest: it is what
-// kube-proxy would program for its objects, so drift finds nothing, and
-// every Service is checked.
+// TestSyntheticNodeHealthy keeps the benchmarks' nodes honest, in both
+// modes: each is what kube-proxy would program for its objects, so drift
+// finds nothing, and every Service is checked; an endpoint the API dropped
+// is found; in nftables mode, Services without endpoints are rejected, as
+// kube-proxy does (the iptables node is made with endpoints only).
 func TestSyntheticNodeHealthy(t *testing.T) {
-	r, err := analysis.Drift(snapshottest.Node(50, 4), analysis.DriftOptions{Family: "IPv4"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Findings) != 0 {
-		t.Errorf("%d findings on the synthetic node, first: %+v", len(r.Findings), r.Findings[0])
-	}
-	if r.Nodes[0].Frontends != 50 {
-		t.Errorf("%d frontends checked, want 50", r.Nodes[0].Frontends)
-	}
-	// And it can fail: an endpoint the API no longer lists is still in
-	// the rules.
-	s := snapshottest.Node(50, 4)
-	s.Cluster.EndpointSlices[7].Endpoints = s.Cluster.EndpointSlices[7].Endpoints[1:]
-	r, err = analysis.Drift(s, analysis.DriftOptions{Family: "IPv4"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Findings) != 1 || r.Findings[0].Type != "StaleEndpoint" || r.Findings[0].Service != "ns-7/svc-7:http" {
-		t.Errorf("findings %+v, want one StaleEndpoint of ns-7/svc-7:http", r.Findings)
+	for mode, node := range map[string]nodeMaker{"iptables": snapshottest.Node, "nftables": snapshottest.NodeNFTables} {
+		r, err := analysis.Drift(node(50, 4), analysis.DriftOptions{Family: "IPv4"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Findings) != 0 {
+			t.Errorf("%s: %d findings on the synthetic node, first: %+v", mode, len(r.Findings), r.Findings[0])
+		}
+		if r.Nodes[0].Frontends != 50 {
+			t.Errorf("%s: %d frontends checked, want 50", mode, r.Nodes[0].Frontends)
+		}
+		s := node(50, 4)
+		s.Cluster.EndpointSlices[7].Endpoints = s.Cluster.EndpointSlices[7].Endpoints[1:]
+		r, err = analysis.Drift(s, analysis.DriftOptions{Family: "IPv4"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Findings) != 1 || r.Findings[0].Type != "StaleEndpoint" || r.Findings[0].Service != "ns-7/svc-7:http" {
+			t.Errorf("%s: findings %+v, want one StaleEndpoint of ns-7/svc-7:http", mode, r.Findings)
+		}
+		if mode != "nftables" {
+			continue
+		}
+		r, err = analysis.Drift(node(5, 0), analysis.DriftOptions{Family: "IPv4"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Findings) != 0 || r.Nodes[0].Frontends != 5 {
+			t.Errorf("%s without endpoints: %d frontends, findings %+v; want 5 and none", mode, r.Nodes[0].Frontends, r.Findings)
+		}
 	}
 }
 
