@@ -40,10 +40,10 @@ func exampleFiles(t testing.TB) []string {
 	return files
 }
 
-// TestBinaryRoundTrip: a snapshot saved as .snap loads back equal, field
-// for field, for the synthetic node (with every kind of object) and every
-// example; from the file and from its bytes.
-func TestBinaryRoundTrip(t *testing.T) {
+// testSnapshots are the snapshots the format is tried on, by name: the
+// synthetic node with every kind of object, and every example.
+func testSnapshots(t testing.TB) map[string]*snapshot.Snapshot {
+	t.Helper()
 	cases := map[string]*snapshot.Snapshot{"synthetic": richNode()}
 	for _, f := range exampleFiles(t) {
 		s, err := snapshot.Load(f)
@@ -52,6 +52,14 @@ func TestBinaryRoundTrip(t *testing.T) {
 		}
 		cases[filepath.Base(f)] = s
 	}
+	return cases
+}
+
+// TestBinaryRoundTrip: a snapshot saved as .snap loads back equal, field
+// for field, for the synthetic node (with every kind of object) and every
+// example; from the file and from its bytes.
+func TestBinaryRoundTrip(t *testing.T) {
+	cases := testSnapshots(t)
 	for name, s := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, data := roundTrip(t, s, "s.snap")

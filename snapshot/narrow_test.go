@@ -14,14 +14,7 @@ import (
 // a partial load of the same snapshot written as .snap gives, Partial
 // included, for every Service of the synthetic node and of every example.
 func TestNarrowIsPartialLoad(t *testing.T) {
-	cases := map[string]*snapshot.Snapshot{"synthetic": richNode()}
-	for _, f := range exampleFiles(t) {
-		s, err := snapshot.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cases[filepath.Base(f)] = s
-	}
+	cases := testSnapshots(t)
 	for name, whole := range cases {
 		path := filepath.Join(t.TempDir(), "s.snap")
 		if err := snapshot.Save(whole, path); err != nil {

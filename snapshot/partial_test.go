@@ -242,14 +242,7 @@ func checkPartial(t *testing.T, path string, whole *snapshot.Snapshot, names []t
 // example, alone, a partial load holds exactly what Partial documents;
 // likewise for several Services at once and for names not in the file.
 func TestLoadPartial(t *testing.T) {
-	cases := map[string]*snapshot.Snapshot{"synthetic": richNode()}
-	for _, f := range exampleFiles(t) {
-		s, err := snapshot.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cases[filepath.Base(f)] = s
-	}
+	cases := testSnapshots(t)
 	for name, whole := range cases {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.snap")
