@@ -26,6 +26,12 @@ if [ "$(id -u)" != 0 ]; then
 	exit 2
 fi
 
+# GNU time measures each command's peak RSS (see benchnode_measure_test.go).
+if [ ! -x /usr/bin/time ]; then
+	echo "== installing GNU time"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
+fi
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -130,8 +130,8 @@ func formatBenchReport(machine string, runs []benchRun) string {
 
 // benchMethod says how each number is taken.
 const benchMethod = `How: every command runs in node1's network namespace (ip netns exec); wall time of one run
-(the fastest of SVCTRACE_BENCH_REPEAT); peak RSS is ru_maxrss, the largest resident set of the
-process and of the children it waited for (svctrace --local runs iptables-*-save and nft).
+(the fastest of SVCTRACE_BENCH_REPEAT); peak RSS is GNU time's %M, the largest resident set of the
+command and of the children it waited for (svctrace --local runs iptables-*-save and nft).
 kube-proxy's full sync: the mean of the full syncs forced once every object was synced, by
 changing node1's zone label (kubeproxy_sync_full_proxy_rules_duration_seconds, IPv4). Listing:
 one GET of /api/v1/services and one of /apis/discovery.k8s.io/v1/endpointslices, JSON, bodies
