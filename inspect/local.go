@@ -14,18 +14,6 @@ import (
 	"github.com/svctrace/svctrace/snapshot"
 )
 
-// saveCommands are the dump commands per family and backend. The plain
-// iptables-save is whatever backend the alternatives system points at; the
-// -nft and -legacy variants name theirs.
-var saveCommands = []struct {
-	collector, family, backend, bin string
-}{
-	{snapshot.CollectorIPTablesSave, "IPv4", "nf_tables", "iptables-nft-save"},
-	{snapshot.CollectorIPTablesSave, "IPv4", "legacy", "iptables-legacy-save"},
-	{snapshot.CollectorIP6TablesSave, "IPv6", "nf_tables", "ip6tables-nft-save"},
-	{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "ip6tables-legacy-save"},
-}
-
 // LocalOptions tune CollectLocal.
 type LocalOptions struct {
 	// ConntrackLimit bounds the conntrack entries kept (0: the default,
@@ -51,18 +39,23 @@ type Rules struct {
 	Err   error
 }
 
-// dumpCommand is one tool that dumps rules.
+// dumpCommand is one tool that dumps rules; what names what it reads.
 type dumpCommand struct {
-	collector, family, backend, bin string
-	args                            []string
+	collector, family, backend, what string
+	argv                             []string
 }
 
+// dumpCommands are the tools that dump a node's rules: iptables per family
+// and backend (the -nft and -legacy variants name theirs, where the plain
+// iptables-save is whatever the alternatives system points at), and nft.
 func dumpCommands() []dumpCommand {
-	var out []dumpCommand
-	for _, c := range saveCommands {
-		out = append(out, dumpCommand{collector: c.collector, family: c.family, backend: c.backend, bin: c.bin})
+	return []dumpCommand{
+		{snapshot.CollectorIPTablesSave, "IPv4", "nf_tables", "the IPv4 nf_tables backend", []string{"iptables-nft-save"}},
+		{snapshot.CollectorIPTablesSave, "IPv4", "legacy", "the IPv4 legacy backend", []string{"iptables-legacy-save"}},
+		{snapshot.CollectorIP6TablesSave, "IPv6", "nf_tables", "the IPv6 nf_tables backend", []string{"ip6tables-nft-save"}},
+		{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "the IPv6 legacy backend", []string{"ip6tables-legacy-save"}},
+		{snapshot.CollectorNFTJSON, "", "", "the nftables ruleset", []string{"nft", "-j", "list", "ruleset"}},
 	}
-	return append(out, dumpCommand{collector: snapshot.CollectorNFTJSON, bin: "nft", args: []string{"-j", "list", "ruleset"}})
 }
 
 // ReadRules starts reading the rules of this network namespace, every dump
@@ -112,27 +105,22 @@ type dumpResult struct {
 // runDump runs one dump tool. A tool not installed, or a legacy backend the
 // kernel lacks, gives a note; a tool that fails, an error.
 func runDump(ctx context.Context, c dumpCommand) dumpResult {
-	path, err := exec.LookPath(c.bin)
+	bin := c.argv[0]
+	path, err := exec.LookPath(bin)
 	if err != nil {
-		if c.collector == snapshot.CollectorNFTJSON {
-			return dumpResult{note: "nft not installed: the nftables ruleset was not read"}
-		}
-		return dumpResult{note: fmt.Sprintf("%s not installed: the %s %s backend was not read", c.bin, c.family, c.backend)}
+		return dumpResult{note: fmt.Sprintf("%s not installed: %s was not read", bin, c.what)}
 	}
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, c.args...)
+	cmd := exec.CommandContext(ctx, path, c.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	origin := strings.Join(c.argv, " ")
 	if err := cmd.Run(); err != nil {
 		if c.backend == "legacy" && strings.Contains(errb.String(), "Protocol not supported") {
-			return dumpResult{installed: true, note: fmt.Sprintf("%s: the legacy backend is not available in this kernel", c.bin)}
+			return dumpResult{installed: true, note: fmt.Sprintf("%s: the legacy backend is not available in this kernel", bin)}
 		}
-		return dumpResult{installed: true, err: fmt.Errorf("running %s: %v: %s", strings.Join(append([]string{c.bin}, c.args...), " "), err, strings.TrimSpace(errb.String()))}
+		return dumpResult{installed: true, err: fmt.Errorf("running %s: %v: %s", origin, err, strings.TrimSpace(errb.String()))}
 	}
-	d := snapshot.Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: c.bin, Text: out.String()}
-	if c.collector == snapshot.CollectorNFTJSON {
-		d = snapshot.Dump{Collector: c.collector, Origin: "nft -j list ruleset", Text: out.String()}
-	}
-	return dumpResult{dump: &d, installed: true}
+	return dumpResult{installed: true, dump: &snapshot.Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: origin, Text: out.String()}}
 }
 
 // CollectLocal reads the kernel state of the network namespace the process
