@@ -218,31 +218,8 @@ func (x *partialIndexes) open(c *container, total *Counts) error {
 // and Endpoints objects of cl (see Partial).
 func podsFor(cl *Cluster, pods *index) (picks, error) {
 	out := picks{}
-	ref := func(r *corev1.ObjectReference, namespace string) {
-		if r == nil || r.Kind != "Pod" {
-			return
-		}
-		if r.Namespace != "" {
-			namespace = r.Namespace
-		}
-		out.addRange(pods, namespace+"/"+r.Name)
-	}
-	for i := range cl.EndpointSlices {
-		es := &cl.EndpointSlices[i]
-		for j := range es.Endpoints {
-			ref(es.Endpoints[j].TargetRef, es.Namespace)
-		}
-	}
-	for i := range cl.Endpoints {
-		e := &cl.Endpoints[i]
-		for _, ss := range e.Subsets {
-			for j := range ss.Addresses {
-				ref(ss.Addresses[j].TargetRef, e.Namespace)
-			}
-			for j := range ss.NotReadyAddresses {
-				ref(ss.NotReadyAddresses[j].TargetRef, e.Namespace)
-			}
-		}
+	for nn := range referencedPods(cl) {
+		out.addRange(pods, nn.Namespace+"/"+nn.Name)
 	}
 	for i := range cl.Services {
 		svc := &cl.Services[i]
