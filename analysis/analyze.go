@@ -95,7 +95,7 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	// dumps are parsed.
 	views := make(chan modelResult, 1)
 	go func() { views <- modelView(s.Cluster, node, family, o, true) }()
-	pl, err := loadPlanes(ns, family)
+	pl, err := loadPlanes(ns, family, o.Service != nil)
 	view := <-views
 	if err != nil {
 		return nil, err
@@ -109,7 +109,9 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		a.Notes = append(a.Notes, note)
 	}
 	a.Findings = append(a.Findings, pl.checks(plane, node)...)
-	a.Notes = append(a.Notes, a.Plane.Notes()...)
+	// The plane's notes are taken after the walks, which may parse more of
+	// a narrowly read state, and kept in their place.
+	planeNotes := len(a.Notes)
 	a.inferred = a.Plane.Infer()
 	a.inferConfig(a.inferred)
 	// Text-level checks read the state as the walks do: both at once.
@@ -117,9 +119,13 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	go func() { checks <- a.Plane.Checks(node, a.Config.Mode) }()
 	err = a.behaviour(view, o, nil)
 	textFindings := <-checks
+	if err == nil {
+		err = pl.deferredErr()
+	}
 	if err != nil {
 		return nil, err
 	}
+	a.Notes = slices.Insert(a.Notes, planeNotes, a.Plane.Notes()...)
 	entries, haveCT, err := conntrackEntries(ns, family)
 	if err != nil {
 		return nil, err
@@ -403,7 +409,7 @@ func checkNodeObject(c *snapshot.Cluster, node string) error {
 func ValidateDumps(s *snapshot.Snapshot) error {
 	for i := range s.Nodes {
 		for _, fam := range []string{"IPv4", "IPv6"} {
-			if _, err := loadPlanes(&s.Nodes[i], fam); err != nil {
+			if _, err := loadPlanes(&s.Nodes[i], fam, false); err != nil {
 				return err
 			}
 		}

@@ -19,16 +19,35 @@ type planes struct {
 	family string
 }
 
-func loadPlanes(ns *snapshot.NodeState, family string) (*planes, error) {
+// loadPlanes reads the node's dumps of one family; narrow lets a plane
+// defer the parts no walk enters (see dataplane.NarrowLoader).
+func loadPlanes(ns *snapshot.NodeState, family string, narrow bool) (*planes, error) {
 	p := &planes{loaders: plugins.Loaders(), family: family}
 	for _, l := range p.loaders {
-		pl, err := l.Load(ns, family)
+		load := l.Load
+		if nl, ok := l.(dataplane.NarrowLoader); ok && narrow {
+			load = nl.LoadNarrow
+		}
+		pl, err := load(ns, family)
 		if err != nil {
 			return nil, err
 		}
 		p.loaded = append(p.loaded, pl)
 	}
 	return p, nil
+}
+
+// deferredErr is the first error a plane found in a part of its dumps it
+// parsed late (nil: none).
+func (p *planes) deferredErr() error {
+	for _, pl := range p.loaded {
+		if d, ok := pl.(dataplane.Deferred); ok {
+			if err := d.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // choose picks the plane kube-proxy programs: the configured mode, else

@@ -20,6 +20,24 @@ type Loader interface {
 	Load(ns *snapshot.NodeState, family string) (Plane, error)
 }
 
+// NarrowLoader is a Loader that can read a state for a narrowed analysis
+// (one Service's frontends, of thousands): the plane may leave the parts of
+// the dumps no walk enters unparsed until something asks for them. The
+// answers are the same as Load's; an error in a part read late is told by
+// the plane's Deferred.Err once the walks are done.
+type NarrowLoader interface {
+	Loader
+	LoadNarrow(ns *snapshot.NodeState, family string) (Plane, error)
+}
+
+// Deferred is a plane read by LoadNarrow: parts of its dumps are parsed when
+// first used.
+type Deferred interface {
+	// Err is the first error found in a part of the dumps parsed late
+	// (nil: none so far), naming the dump and the position.
+	Err() error
+}
+
 // DumpError is an error in one dump of a node's state; it names the node,
 // the dump and, where the parser gives one, the position.
 type DumpError struct {
