@@ -23,6 +23,9 @@ type Ruleset struct {
 type Note struct {
 	Family string
 	Text   string
+	// at is the index of the element of the input the note is about, so
+	// that notes of parts read late go in input order.
+	at int
 }
 
 // Table is one nftables table.
@@ -38,6 +41,8 @@ type Table struct {
 	Objects []Object
 	chains  map[string]*Chain
 	sets    map[string]*Set
+	// lazy: some chains' rules are decoded on first use (LoadNarrow).
+	lazy bool
 }
 
 // ID is the table as nft names it: "ip kube-proxy".
@@ -59,11 +64,48 @@ type Chain struct {
 	Type, Hook string
 	Prio       int
 	Policy     string
-	Rules      []*Rule
+	// Rules are the chain's rules; in a narrow read (LoadNarrow) they are
+	// decoded on first use: read them with rules().
+	Rules []*Rule
+	lazy  *lazyRules
 }
 
 // Base reports whether the chain is attached to a hook.
 func (c *Chain) Base() bool { return c.Hook != "" }
+
+// rules are the chain's rules, decoded first in a narrow read.
+func (c *Chain) rules() []*Rule {
+	if l := c.lazy; l != nil {
+		l.once.Do(func() { l.doc.decodeRules(c) })
+	}
+	return c.Rules
+}
+
+// ruleCount is the number of the chain's rules, decoded or not.
+func (c *Chain) ruleCount() int {
+	if c.lazy != nil {
+		return len(c.lazy.elems)
+	}
+	return len(c.Rules)
+}
+
+// chainsMaybe lists the chains whose rules may hold one of the marks: in
+// a table read in full, all; in a narrow read, the chains whose undecoded
+// rules have one (a rule with an escaped string has all) and those read
+// already. A check over every rule that only rules with a mark can answer
+// reads these alone, and answers as it would over all.
+func (t *Table) chainsMaybe(m ruleMarks) []*Chain {
+	if !t.lazy {
+		return t.Chains
+	}
+	var out []*Chain
+	for _, c := range t.Chains {
+		if c.lazy == nil || c.lazy.marks&m != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // Rule is one rule: statements run left to right.
 type Rule struct {

@@ -51,8 +51,8 @@ func (p *Plane) Checks(node, mode string) []behavior.Finding {
 		n := 0
 		var rules []string
 		for _, c := range kube {
-			n += len(c.Rules)
-			for _, r := range c.Rules {
+			n += len(c.rules())
+			for _, r := range c.rules() {
 				rules = append(rules, c.Name+": "+r.Text())
 			}
 		}
@@ -87,8 +87,8 @@ func orphans(t *Table, node string) []behavior.Finding {
 			refs(el.Data, chains, sets)
 		}
 	}
-	for _, c := range t.Chains {
-		for _, r := range c.Rules {
+	for _, c := range t.chainsMaybe(markTarget | markSetRef | markElem) {
+		for _, r := range c.rules() {
 			for _, st := range r.Stmts {
 				refs(st, chains, sets)
 			}
@@ -100,7 +100,7 @@ func orphans(t *Table, node string) []behavior.Finding {
 		if p == "" || p == prefixAffinity || chains[c.Name] || c.Base() {
 			continue
 		}
-		if len(c.Rules) == 0 {
+		if c.ruleCount() == 0 {
 			// kube-proxy flushes a stale chain at once and deletes it at
 			// a later sync (the kernel may still hold a reference): an
 			// empty unreachable chain is its normal state in between.
@@ -108,13 +108,13 @@ func orphans(t *Table, node string) []behavior.Finding {
 		}
 		spn, _, _ := SPNFromName(c.Name)
 		var rules []string
-		for _, r := range c.Rules {
+		for _, r := range c.rules() {
 			rules = append(rules, r.Text())
 		}
 		out = append(out, behavior.Finding{
 			Type: behavior.OrphanChain, Node: node, Service: spn,
 			Expected: "no chain",
-			Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", t.ID(), c.Name, len(c.Rules)),
+			Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", t.ID(), c.Name, len(rules)),
 			Rules:    firstRules(rules),
 			Endpoint: dnatTarget(rules),
 			Message: fmt.Sprintf("chain %s in %s is not the target of any rule or map element: kube-proxy did not clean it up "+

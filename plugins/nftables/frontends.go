@@ -198,8 +198,8 @@ func protoPort(pe, ne Expr) (string, int32, bool) {
 // local"). found is false when no rule consults the map.
 func nodePortAddrs(t *Table, mapName string) (addrs []string, anyAddr, found bool) {
 	seen := map[string]bool{}
-	for _, c := range t.Chains {
-		for _, r := range c.Rules {
+	for _, c := range t.chainsMaybe(markSetRef) {
+		for _, r := range c.rules() {
 			if !consults(r, mapName) {
 				continue
 			}

@@ -25,8 +25,8 @@ func (p *Plane) Infer() dataplane.Inferred {
 		in.Evidence = append(in.Evidence, fmt.Sprintf("NodePort addresses %v: set nodeport-ips", addrs))
 	}
 	seen := map[string]bool{}
-	for _, c := range t.Chains {
-		for _, r := range c.Rules {
+	for _, c := range t.chainsMaybe(markSaddr | markIifname | markMangle) {
+		for _, r := range c.rules() {
 			marks, _ := p.marks(t, r, 0)
 			if bit := markBit(r); bit >= 0 && in.MasqueradeBit == 0 {
 				in.MasqueradeBit = int32(bit)
@@ -69,9 +69,9 @@ func (p *Plane) Infer() dataplane.Inferred {
 // 0x00004000 != 0 ... masquerade"), when no rule sets it (an IPv6 table
 // without a cluster CIDR has none).
 func maskBit(t *Table, in *dataplane.Inferred) {
-	for _, c := range t.Chains {
+	for _, c := range t.chainsMaybe(markMasquerade) {
 		masq := false
-		for _, r := range c.Rules {
+		for _, r := range c.rules() {
 			for _, st := range r.Stmts {
 				if n, ok := st.(*NAT); ok && n.Kind == "masquerade" {
 					masq = true
@@ -81,7 +81,7 @@ func maskBit(t *Table, in *dataplane.Inferred) {
 		if !masq {
 			continue
 		}
-		for _, r := range c.Rules {
+		for _, r := range c.rules() {
 			for _, st := range r.Stmts {
 				m, ok := st.(*Match)
 				if !ok {
@@ -140,7 +140,7 @@ func (p *Plane) marks(t *Table, r *Rule, depth int) (bool, int) {
 				continue
 			}
 			if c := t.Chain(x.Target); c != nil {
-				for _, cr := range c.Rules {
+				for _, cr := range c.rules() {
 					if ok, bit := p.marks(t, cr, depth+1); ok {
 						return true, bit
 					}

@@ -47,6 +47,7 @@ func Parse(source string, data []byte) (*Ruleset, error) {
 	}
 	p := &parser{rs: &Ruleset{Source: source}, tables: map[string]*Table{}}
 	for i, item := range list {
+		p.at = i
 		if err := p.object(item, fmt.Sprintf("nftables[%d]", i)); err != nil {
 			return nil, fmt.Errorf("nftables: %s: %w", source, err)
 		}
@@ -77,16 +78,23 @@ func head(b []byte) string {
 
 // jsonError turns a decoding error into one that names the position.
 func jsonError(source string, data []byte, err error) error {
+	return jsonErrorAt(source, data, 0, err)
+}
+
+// jsonErrorAt is jsonError for the decoding of a part of data that starts
+// at byte base.
+func jsonErrorAt(source string, data []byte, base int64, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		line, col := lineCol(data, se.Offset)
-		return fmt.Errorf("nftables: %s: invalid JSON at line %d, column %d (byte %d): %w", source, line, col, se.Offset, err)
+		off := base + se.Offset
+		line, col := lineCol(data, off)
+		return fmt.Errorf("nftables: %s: invalid JSON at line %d, column %d (byte %d): %w", source, line, col, off, err)
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return fmt.Errorf("nftables: %s: JSON ends early, at byte %d, inside an unclosed object or array (truncated input?): %w", source, len(data), io.ErrUnexpectedEOF)
 	case errors.As(err, &te):
-		return fmt.Errorf("nftables: %s: invalid JSON at byte %d: %w", source, te.Offset, err)
+		return fmt.Errorf("nftables: %s: invalid JSON at byte %d: %w", source, base+te.Offset, err)
 	}
 	return fmt.Errorf("nftables: %s: invalid JSON: %w", source, err)
 }
@@ -104,10 +112,12 @@ func lineCol(data []byte, off int64) (int, int) {
 type parser struct {
 	rs     *Ruleset
 	tables map[string]*Table
+	// at is the index of the element being read.
+	at int
 }
 
 func (p *parser) note(family, format string, args ...any) {
-	p.rs.Notes = append(p.rs.Notes, Note{Family: family, Text: p.rs.Source + ": " + fmt.Sprintf(format, args...)})
+	p.rs.Notes = append(p.rs.Notes, Note{Family: family, Text: p.rs.Source + ": " + fmt.Sprintf(format, args...), at: p.at})
 }
 
 // object reads one element of the top-level array.

@@ -27,6 +27,9 @@ type Plane struct {
 	frontends     []behavior.Frontend
 	frontendNotes []string
 	frontendsOnce sync.Once
+	// deferred holds the undecoded parts of a narrow read (LoadNarrow);
+	// nil for a state read in full.
+	deferred *lazyDoc
 }
 
 var _ dataplane.Plane = (*Plane)(nil)
@@ -68,7 +71,7 @@ func (p *Plane) Table() *Table { return p.kp }
 // a whole, and what reading kube-proxy's maps could not settle.
 func (p *Plane) Notes() []string {
 	var out []string
-	for _, n := range p.rs.Notes {
+	for _, n := range p.deferred.withNotes(p.rs.Notes) {
 		if n.Family == "" || n.Family == p.fam || n.Family == "inet" {
 			out = append(out, n.Text)
 		}
@@ -109,8 +112,8 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 			p.hooks[h] = p.hookChains(h)
 		}
 		for _, t := range p.tables {
-			for _, c := range t.Chains {
-				for _, r := range c.Rules {
+			for _, c := range t.chainsMaybe(markElem) {
+				for _, r := range c.rules() {
 					for _, s := range r.Stmts {
 						if ss, ok := s.(*SetStmt); ok && ss.Op != "delete" {
 							p.dynamic[setRef{t, ss.Set}] = true

@@ -212,7 +212,7 @@ func (k *walk) chain(s *state, t *Table, c *Chain, depth int, via *hit) []result
 		s.note("chains nested deeper than 64 at %s %s: walk stopped there", t.ID(), c.Name)
 		return []result{{s, flowAccept}}
 	}
-	return k.rules(s, t, c, c.Rules, depth, via)
+	return k.rules(s, t, c, c.rules(), depth, via)
 }
 
 func (k *walk) rules(s *state, t *Table, c *Chain, rules []*Rule, depth int, via *hit) []result {

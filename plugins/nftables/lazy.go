@@ -1,0 +1,225 @@
+package nftables
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+var _ dataplane.NarrowLoader = Loader{}
+
+// LoadNarrow reads the node's nftables dumps for an analysis narrowed to
+// one Service: tables, chains, sets and maps are read at once, a chain's
+// rules when something first reads them (a walk entering the chain, a
+// check over the rules that may answer it). The answers are Load's; an
+// error in rules read late is the plane's Err.
+func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
+	var p dataplane.Plane
+	for i := range ns.Dumps {
+		d := &ns.Dumps[i]
+		if d.Collector != snapshot.CollectorNFTJSON {
+			continue
+		}
+		rs, doc, err := parseNarrow(dataplane.Origin(ns.Name, d), []byte(d.Text))
+		if err != nil {
+			return nil, dataplane.NewDumpError(ns.Name, d, 0, 0, "", err)
+		}
+		if doc != nil {
+			doc.wrap = func(err error) error { return dataplane.NewDumpError(ns.Name, d, 0, 0, "", err) }
+		}
+		if len(rs.Tables) == 0 || hasFamilyTables(rs, family) {
+			pl := NewPlane(rs, family)
+			pl.deferred = doc
+			p = pl
+		}
+	}
+	return p, nil
+}
+
+// Err is the first error (in input order) in the rules a narrow read
+// decoded late; nil for a state read in full.
+func (p *Plane) Err() error { return p.deferred.firstErr() }
+
+// lazyDoc is a document read narrowly: its elements, and what decoding
+// its chains' rules late found.
+type lazyDoc struct {
+	source string
+	data   []byte
+	elems  []rawElem
+	// tables are the document's tables by "family name": complete after
+	// the scan, only read after it.
+	tables map[string]*Table
+	// wrap says which node and dump an error is in.
+	wrap func(error) error
+
+	mu    sync.Mutex
+	err   error
+	errAt int
+	notes []Note
+}
+
+// lazyRules are a chain's undecoded rules.
+type lazyRules struct {
+	doc *lazyDoc
+	// elems are the indexes of the rules' elements, in input order.
+	elems []int
+	// marks are the marks of every rule's strings.
+	marks ruleMarks
+	once  sync.Once
+}
+
+// parseNarrow reads data as Parse does but leaves the rules undecoded
+// (doc holds them). A document the scan is not certain of is parsed in
+// full (doc is nil), which also gives the errors of malformed input.
+func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
+	elems, ok := scanDocument(data)
+	for i := 0; ok && i < len(elems); i++ {
+		// An element the scan could not read (not an object with one
+		// key, a key with an escape), or a rule whose family, table and
+		// chain it could not: decoding it now could put it before rules
+		// of its chain left for later.
+		ok = elems[i].kind != "" && (elems[i].kind != "rule" || elems[i].plain)
+	}
+	if !ok {
+		rs, err := Parse(source, data)
+		return rs, nil, err
+	}
+	doc := &lazyDoc{source: source, data: data, elems: elems}
+	p := &parser{rs: &Ruleset{Source: source}, tables: map[string]*Table{}}
+	for i := range elems {
+		e := &elems[i]
+		p.at = i
+		switch {
+		case e.kind == "rule" && e.plain:
+			if c := doc.chainOf(p, e); c != nil {
+				continue
+			}
+		case e.kind == "chain" && e.plain && !e.other:
+			// What p.chain does with a body of family, table, name and
+			// handle only.
+			c, _ := p.tableFor(e.family, e.table).chainNamed(e.name)
+			c.Handle = e.handle
+			c.Type, c.Hook, c.Policy, c.Comment = "", "", "", ""
+			continue
+		}
+		item, err := decodeRaw(data[e.start:e.end])
+		if err != nil {
+			return nil, nil, jsonErrorAt(source, data, int64(e.start), err)
+		}
+		if err := p.object(item, fmt.Sprintf("nftables[%d]", i)); err != nil {
+			return nil, nil, fmt.Errorf("nftables: %s: %w", source, err)
+		}
+	}
+	for _, t := range p.rs.Tables {
+		for _, s := range t.Sets {
+			s.buildIndex()
+		}
+	}
+	doc.tables = p.tables
+	return p.rs, doc, nil
+}
+
+// chainOf files a rule under its chain, undecoded, and returns the chain;
+// nil when the rule must be decoded now: its chain is not declared yet
+// (decoding declares it, with a note) or holds rules decoded already.
+func (doc *lazyDoc) chainOf(p *parser, e *rawElem) *Chain {
+	t := p.tables[e.family+" "+e.table]
+	if t == nil {
+		return nil
+	}
+	c := t.chains[e.name]
+	if c == nil || c.lazy == nil && len(c.Rules) > 0 {
+		return nil
+	}
+	if c.lazy == nil {
+		c.lazy = &lazyRules{doc: doc}
+		t.lazy = true
+	}
+	c.lazy.elems = append(c.lazy.elems, p.at)
+	c.lazy.marks |= e.marks
+	return c
+}
+
+// decodeRaw decodes one element as Parse's decoder does.
+func decodeRaw(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("unexpected data after the element at byte %d", dec.InputOffset())
+	}
+	return v, nil
+}
+
+// decodeRules decodes a chain's rules (once: Chain.rules). An error stops
+// the chain there and is kept for Err.
+func (doc *lazyDoc) decodeRules(c *Chain) {
+	// The tables are only read here: every rule's table and chain exist.
+	p := &parser{rs: &Ruleset{Source: doc.source}, tables: doc.tables}
+	for _, i := range c.lazy.elems {
+		p.at = i
+		e := doc.elems[i]
+		item, err := decodeRaw(doc.data[e.start:e.end])
+		if err != nil {
+			err = jsonErrorAt(doc.source, doc.data, int64(e.start), err)
+		} else if err = p.object(item, fmt.Sprintf("nftables[%d]", i)); err != nil {
+			err = fmt.Errorf("nftables: %s: %w", doc.source, err)
+		}
+		if err != nil {
+			doc.fail(i, err)
+			break
+		}
+	}
+	if len(p.rs.Notes) > 0 {
+		doc.mu.Lock()
+		doc.notes = append(doc.notes, p.rs.Notes...)
+		doc.mu.Unlock()
+	}
+}
+
+// fail keeps err, found in element i, when it is the first in input order.
+func (doc *lazyDoc) fail(i int, err error) {
+	if doc.wrap != nil {
+		err = doc.wrap(err)
+	}
+	doc.mu.Lock()
+	defer doc.mu.Unlock()
+	if doc.err == nil || i < doc.errAt {
+		doc.err, doc.errAt = err, i
+	}
+}
+
+func (doc *lazyDoc) firstErr() error {
+	if doc == nil {
+		return nil
+	}
+	doc.mu.Lock()
+	defer doc.mu.Unlock()
+	return doc.err
+}
+
+// withNotes adds the notes of the rules decoded late to the notes of the
+// scan, in input order.
+func (doc *lazyDoc) withNotes(notes []Note) []Note {
+	if doc == nil {
+		return notes
+	}
+	doc.mu.Lock()
+	late := append([]Note(nil), doc.notes...)
+	doc.mu.Unlock()
+	if len(late) == 0 {
+		return notes
+	}
+	all := append(append([]Note(nil), notes...), late...)
+	sort.SliceStable(all, func(i, j int) bool { return all[i].at < all[j].at })
+	return all
+}

@@ -1,0 +1,404 @@
+package nftables
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// The narrow read (LoadNarrow) splits the document into the elements of
+// its top-level "nftables" array without decoding them: a byte scan that
+// follows strings (and their escapes) and the nesting of objects and
+// arrays, and reads a rule's or a chain's family, table and name. Whatever
+// the scan is not certain of makes it give up, and the document is parsed
+// in full (Parse), which also gives the error of malformed input.
+
+// ruleMarks are the words a rule's text holds that the checks over every
+// rule look for (see Table.chainsMaybe): a rule without a mark cannot hold
+// what a check reads, so it need not be decoded for it.
+type ruleMarks uint16
+
+const (
+	// markTarget: "target", the key of a jump's or a goto's chain.
+	markTarget ruleMarks = 1 << iota
+	// markSetRef: a string "@...", a named set or map.
+	markSetRef
+	// markElem: "elem", which every set statement ("update @set { ip
+	// saddr }") has.
+	markElem
+	// markSaddr, markIifname, markMangle, markMasquerade: the words of
+	// the matches and statements Infer reads.
+	markSaddr
+	markIifname
+	markMangle
+	markMasquerade
+	// markEscape: a string with an escape, which could spell any of the
+	// above; such a rule has every mark.
+	markEscape
+	markAll ruleMarks = 1<<iota - 1
+)
+
+// markOf is the mark of one string token (its text between the quotes).
+func markOf(s []byte, escaped bool) ruleMarks {
+	if escaped {
+		return markAll
+	}
+	if len(s) > 0 && s[0] == '@' {
+		return markSetRef
+	}
+	switch string(s) {
+	case "target":
+		return markTarget
+	case "elem":
+		return markElem
+	case "saddr":
+		return markSaddr
+	case "iifname":
+		return markIifname
+	case "mangle":
+		return markMangle
+	case "masquerade":
+		return markMasquerade
+	}
+	return 0
+}
+
+// rawElem is one element of the top-level array.
+type rawElem struct {
+	start, end int
+	// kind is the element's one key ("rule"); "" when the element is not
+	// an object with one plain key (it is then decoded, which tells
+	// what is wrong with it).
+	kind string
+	// fields are what the scan read of a rule's or chain's body (see
+	// scanBody); plain says the body holds them, each once, as plain
+	// strings, and nothing the scan could not read.
+	family, table, name string
+	handle              int
+	plain               bool
+	// other: a chain's body has keys besides family, table, name and
+	// handle (a base chain's hook, a comment): it is decoded in full.
+	other bool
+	marks ruleMarks
+}
+
+// scanner walks the document.
+type scanner struct {
+	data []byte
+	pos  int
+	// stack holds the open brackets of the value being skipped.
+	stack []byte
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (s *scanner) ws() {
+	for s.pos < len(s.data) && isSpace(s.data[s.pos]) {
+		s.pos++
+	}
+}
+
+// peek is the next byte after white space, 0 at the end.
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.pos >= len(s.data) {
+		return 0
+	}
+	return s.data[s.pos]
+}
+
+// expect consumes c after white space.
+func (s *scanner) expect(c byte) bool {
+	if s.peek() != c {
+		return false
+	}
+	s.pos++
+	return true
+}
+
+// str reads a string token at pos: its text between the quotes and
+// whether it holds an escape.
+func (s *scanner) str() ([]byte, bool, bool) {
+	if s.peek() != '"' {
+		return nil, false, false
+	}
+	start := s.pos + 1
+	end, ok := stringEnd(s.data, start)
+	if !ok {
+		return nil, false, false
+	}
+	s.pos = end + 1
+	text := s.data[start:end]
+	return text, bytes.IndexByte(text, '\\') >= 0, true
+}
+
+// stringEnd finds the closing quote of a string whose text starts at i.
+func stringEnd(d []byte, i int) (int, bool) {
+	for {
+		j := bytes.IndexByte(d[i:], '"')
+		if j < 0 {
+			return 0, false
+		}
+		j += i
+		n := 0
+		for k := j - 1; k >= i && d[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j, true
+		}
+		i = j + 1
+	}
+}
+
+// skip passes one value, collecting the marks of its strings when marks
+// is not nil. Only strings and the pairing of brackets are checked; the
+// decoding of the value checks the rest.
+func (s *scanner) skip(marks *ruleMarks) bool {
+	d := s.data
+	s.ws()
+	start := s.pos
+	stack := s.stack[:0]
+	for i := s.pos; i < len(d); i++ {
+		switch c := d[i]; c {
+		case '"':
+			end, ok := stringEnd(d, i+1)
+			if !ok {
+				return false
+			}
+			if marks != nil {
+				text := d[i+1 : end]
+				*marks |= markOf(text, bytes.IndexByte(text, '\\') >= 0)
+			}
+			i = end
+			if len(stack) == 0 {
+				s.pos = i + 1
+				return true
+			}
+		case '{', '[':
+			stack = append(stack, c)
+		case '}', ']':
+			if len(stack) == 0 {
+				// The end of a scalar at the top (null, 17).
+				s.pos = i
+				return i > start
+			}
+			if open := stack[len(stack)-1]; open != c-2 {
+				return false // '{'+2 is '}', '['+2 is ']'
+			}
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				s.stack, s.pos = stack, i+1
+				return true
+			}
+		case ',':
+			if len(stack) == 0 {
+				s.pos = i
+				return i > start
+			}
+		default:
+			if len(stack) == 0 && isSpace(c) {
+				s.pos = i
+				return true
+			}
+		}
+	}
+	if len(stack) == 0 && len(d) > s.pos {
+		s.pos = len(d)
+		return true
+	}
+	return false
+}
+
+// scanDocument splits data into the elements of its "nftables" array; ok
+// is false when the scan is not certain of the document (malformed, or
+// written in a way only a full decode reads as nft's): parse it in full.
+func scanDocument(data []byte) ([]rawElem, bool) {
+	s := &scanner{data: data}
+	if !s.expect('{') {
+		return nil, false
+	}
+	var elems []rawElem
+	found := false
+	for first := true; ; first = false {
+		if s.expect('}') && first {
+			break
+		}
+		key, esc, ok := s.str()
+		if !ok || esc || !s.expect(':') {
+			return nil, false
+		}
+		if string(key) == "nftables" {
+			if found || s.peek() != '[' {
+				return nil, false // decoding keeps the last
+			}
+			found = true
+			if elems, ok = s.array(); !ok {
+				return nil, false
+			}
+		} else if !s.skip(nil) {
+			return nil, false
+		}
+		if s.expect('}') {
+			break
+		}
+		if !s.expect(',') {
+			return nil, false
+		}
+	}
+	s.ws()
+	return elems, found && s.pos == len(data)
+}
+
+// array reads the elements of the "nftables" array.
+func (s *scanner) array() ([]rawElem, bool) {
+	s.pos++ // '['
+	elems := make([]rawElem, 0, 1024)
+	if s.expect(']') {
+		return elems, true
+	}
+	for {
+		e, ok := s.element()
+		if !ok {
+			return nil, false
+		}
+		elems = append(elems, e)
+		if s.expect(']') {
+			return elems, true
+		}
+		if !s.expect(',') {
+			return nil, false
+		}
+	}
+}
+
+// element reads one element: {"kind": {...}}.
+func (s *scanner) element() (rawElem, bool) {
+	e := rawElem{start: s.pos}
+	if s.peek() != '{' {
+		ok := s.skip(nil)
+		e.end = s.pos
+		return e, ok
+	}
+	s.pos++
+	key, esc, ok := s.str()
+	if !ok || !s.expect(':') {
+		return e, false
+	}
+	kind := ""
+	if !esc {
+		kind = string(key)
+	}
+	s.ws()
+	switch kind {
+	case "rule", "chain":
+		ok = s.body(&e, kind)
+	default:
+		ok = s.skip(nil)
+	}
+	if !ok {
+		return e, false
+	}
+	if !s.expect('}') {
+		// More than one key: decoding says so. The element ends at its
+		// closing bracket.
+		kind = ""
+		for s.peek() == ',' {
+			s.pos++
+			if _, _, ok := s.str(); !ok || !s.expect(':') || !s.skip(nil) {
+				return e, false
+			}
+		}
+		if !s.expect('}') {
+			return e, false
+		}
+	}
+	e.kind, e.end = kind, s.pos
+	return e, true
+}
+
+// body reads a rule's or a chain's body: its family, table and chain (a
+// rule's) or name (a chain's), and a chain's handle; the marks of a
+// rule's strings.
+func (s *scanner) body(e *rawElem, kind string) bool {
+	if s.peek() != '{' {
+		return s.skip(nil)
+	}
+	s.pos++
+	nameKey := "name"
+	if kind == "rule" {
+		nameKey = "chain"
+	}
+	var seen [4]bool
+	plain := true
+	for first := true; ; first = false {
+		if first && s.expect('}') {
+			break
+		}
+		key, esc, ok := s.str()
+		if !ok || !s.expect(':') {
+			return false
+		}
+		field := -1
+		switch {
+		case esc:
+			plain = false
+		case string(key) == "family":
+			field = 0
+		case string(key) == "table":
+			field = 1
+		case string(key) == nameKey:
+			field = 2
+		case string(key) == "handle" && kind == "chain":
+			field = 3
+		case kind == "chain":
+			e.other = true
+		}
+		switch {
+		case field >= 0 && seen[field]:
+			plain = false
+			if !s.skip(nil) {
+				return false
+			}
+		case field == 3:
+			seen[3] = true
+			start := s.pos
+			if !s.skip(nil) {
+				return false
+			}
+			h, err := strconv.Atoi(string(bytes.TrimSpace(s.data[start:s.pos])))
+			plain = plain && err == nil
+			e.handle = h
+		case field >= 0:
+			seen[field] = true
+			v, vesc, ok := s.str()
+			if !ok || vesc {
+				// Not a plain string: decoding tells.
+				plain = false
+				if !ok && !s.skip(nil) {
+					return false
+				}
+				continue
+			}
+			switch field {
+			case 0:
+				e.family = string(v)
+			case 1:
+				e.table = string(v)
+			case 2:
+				e.name = string(v)
+			}
+		default:
+			if !s.skip(&e.marks) {
+				return false
+			}
+		}
+		if s.expect('}') {
+			break
+		}
+		if !s.expect(',') {
+			return false
+		}
+	}
+	e.plain = plain && seen[0] && seen[1] && seen[2]
+	return true
+}
