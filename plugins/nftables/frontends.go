@@ -50,11 +50,15 @@ func (p *Plane) discover() ([]behavior.Frontend, []string) {
 			}
 		}
 	}
-	firewalled := map[string]bool{}
+	type addrPort struct {
+		ip, proto string
+		port      int32
+	}
+	firewalled := map[addrPort]bool{}
 	if s := t.Set(mapFirewallIPs); s != nil {
 		for _, el := range s.Elements {
 			if ip, proto, port, ok := ipProtoPort(el.Key); ok {
-				firewalled[fmt.Sprintf("%s/%s/%d", ip, proto, port)] = true
+				firewalled[addrPort{ip, proto, port}] = true
 			}
 		}
 	}
@@ -69,7 +73,7 @@ func (p *Plane) discover() ([]behavior.Frontend, []string) {
 				notes = append(notes, fmt.Sprintf("%s: element %s of %s is not address . protocol . port; skipped", t.ID(), el, name))
 				continue
 			}
-			kind, sure := frontendKind(el, name, clusterIPs[ip], firewalled[fmt.Sprintf("%s/%s/%d", ip, proto, port)])
+			kind, sure := frontendKind(el, name, clusterIPs[ip], firewalled[addrPort{ip, proto, port}])
 			if !sure {
 				ambiguous = append(ambiguous, fmt.Sprintf("%s:%d/%s", ip, port, proto))
 			}

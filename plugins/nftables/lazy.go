@@ -108,11 +108,16 @@ func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 			c.Type, c.Hook, c.Policy, c.Comment = "", "", "", ""
 			continue
 		}
-		item, err := decodeRaw(data[e.start:e.end])
+		item, err := doc.decodeSet(p, e)
+		if item == nil && err == nil {
+			item, err = decodeRaw(data[e.start:e.end])
+		}
 		if err != nil {
 			return nil, nil, jsonErrorAt(source, data, int64(e.start), err)
 		}
-		if err := p.object(item, fmt.Sprintf("nftables[%d]", i)); err != nil {
+		err = p.object(item, fmt.Sprintf("nftables[%d]", i))
+		p.elems = nil
+		if err != nil {
 			return nil, nil, fmt.Errorf("nftables: %s: %w", source, err)
 		}
 	}
@@ -144,6 +149,28 @@ func (doc *lazyDoc) chainOf(p *parser, e *rawElem) *Chain {
 	c.lazy.elems = append(c.lazy.elems, p.at)
 	c.lazy.marks |= e.marks
 	return c
+}
+
+// decodeSet decodes a set or map whose elements plainElems reads (nil
+// otherwise): the elements go to p.elems, the rest through the decoder,
+// its "elem" read as null.
+func (doc *lazyDoc) decodeSet(p *parser, e *rawElem) (any, error) {
+	if e.kind != "set" && e.kind != "map" || e.elemEnd == 0 {
+		return nil, nil
+	}
+	elems, ok := plainElems(doc.data[e.elemStart:e.elemEnd], e.kind == "map")
+	if !ok || elems == nil {
+		return nil, nil
+	}
+	rest := make([]byte, 0, e.end-e.start-(e.elemEnd-e.elemStart)+4)
+	rest = append(append(append(rest, doc.data[e.start:e.elemStart]...), "null"...), doc.data[e.elemEnd:e.end]...)
+	item, err := decodeRaw(rest)
+	if err != nil {
+		// Decoded whole, for the position of the error.
+		return nil, nil
+	}
+	p.elems = elems
+	return item, nil
 }
 
 // decodeRaw decodes one element as Parse's decoder does.

@@ -79,6 +79,9 @@ type rawElem struct {
 	// handle (a base chain's hook, a comment): it is decoded in full.
 	other bool
 	marks ruleMarks
+	// elemStart and elemEnd are where a set's or map's "elem" value is
+	// (elemEnd 0: none, or more than one).
+	elemStart, elemEnd int
 }
 
 // scanner walks the document.
@@ -292,6 +295,8 @@ func (s *scanner) element() (rawElem, bool) {
 	switch kind {
 	case "rule", "chain":
 		ok = s.body(&e, kind)
+	case "set", "map":
+		ok = s.setBody(&e)
 	default:
 		ok = s.skip(nil)
 	}
@@ -401,4 +406,41 @@ func (s *scanner) body(e *rawElem, kind string) bool {
 	}
 	e.plain = plain && seen[0] && seen[1] && seen[2]
 	return true
+}
+
+// setBody reads a set's or map's body, finding its "elem".
+func (s *scanner) setBody(e *rawElem) bool {
+	if s.peek() != '{' {
+		return s.skip(nil)
+	}
+	s.pos++
+	seen := false
+	for first := true; ; first = false {
+		if first && s.expect('}') {
+			return true
+		}
+		key, esc, ok := s.str()
+		if !ok || !s.expect(':') {
+			return false
+		}
+		s.ws()
+		start := s.pos
+		if !s.skip(nil) {
+			return false
+		}
+		if esc || string(key) == "elem" {
+			// An escaped key could spell "elem": the decoder reads them.
+			e.elemStart, e.elemEnd = start, s.pos
+			if seen || esc {
+				e.elemEnd = 0
+			}
+			seen = true
+		}
+		if s.expect('}') {
+			return true
+		}
+		if !s.expect(',') {
+			return false
+		}
+	}
 }

@@ -14,6 +14,10 @@ func litAddr(e Expr) (netip.Addr, bool) {
 	if !ok {
 		return netip.Addr{}, false
 	}
+	if lit.known {
+		// Read when parsed (literalValue).
+		return lit.val.addr, lit.val.kind == vAddr
+	}
 	t := lit.Text
 	if strings.Contains(t, "/") {
 		// A prefix of one address is the address.

@@ -114,6 +114,9 @@ type parser struct {
 	tables map[string]*Table
 	// at is the index of the element being read.
 	at int
+	// elems, when not nil, are the elements of the set being read, taken
+	// from its text by a narrow read (plainElems); its "elem" is null.
+	elems []*Element
 }
 
 func (p *parser) note(family, format string, args ...any) {

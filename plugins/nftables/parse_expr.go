@@ -129,7 +129,11 @@ func (p *parser) expr(v any, path, fam string) (Expr, error) {
 		}
 		c := &Concat{}
 		for i, e := range list {
-			part, err := p.expr(e, fmt.Sprintf("%s[%d]", sub, i), fam)
+			pp := "" // a scalar needs no path: it reads without error or note
+			if !scalar(e) {
+				pp = fmt.Sprintf("%s[%d]", sub, i)
+			}
+			part, err := p.expr(e, pp, fam)
 			if err != nil {
 				return nil, err
 			}

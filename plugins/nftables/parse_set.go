@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"encoding/json"
 	"fmt"
 )
 
@@ -39,17 +40,9 @@ func (p *parser) set(body any, path string, isMap bool) error {
 	if s.Comment, err = optStr(m, "comment", path); err != nil {
 		return err
 	}
-	if v, ok := m["elem"]; ok && v != nil {
-		list, ok := v.([]any)
-		if !ok {
-			return fmt.Errorf("%s.elem: want an array, got %s", path, jsonType(v))
-		}
-		for i, e := range list {
-			el, err := p.element(e, fmt.Sprintf("%s.elem[%d]", path, i), isMap, t.Family)
-			if err != nil {
-				return err
-			}
-			s.Elements = append(s.Elements, el)
+	if v, ok := m["elem"]; ok && v != nil || p.elems != nil {
+		if s.Elements, err = p.setElements(v, path, isMap, t.Family); err != nil {
+			return err
 		}
 		if err := checkElements(s, path); err != nil {
 			return fmt.Errorf("table %s: %w", t.ID(), err)
@@ -67,6 +60,35 @@ func (p *parser) set(body any, path string, isMap bool) error {
 	t.sets[name] = s
 	t.Sets = append(t.Sets, s)
 	return nil
+}
+
+// setElements reads the elements of a set or map: v, the value of its
+// "elem", or those a narrow read took straight from the text (p.elems).
+func (p *parser) setElements(v any, path string, isMap bool, fam string) ([]*Element, error) {
+	if p.elems != nil {
+		out := p.elems
+		p.elems = nil
+		return out, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s.elem: want an array, got %s", path, jsonType(v))
+	}
+	var out []*Element
+	if len(list) > 0 {
+		out = make([]*Element, 0, len(list))
+	}
+	for i, e := range list {
+		el := p.plainElement(e, isMap, fam)
+		if el == nil {
+			var err error
+			if el, err = p.element(e, fmt.Sprintf("%s.elem[%d]", path, i), isMap, fam); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, el)
+	}
+	return out, nil
 }
 
 func kindName(isMap bool) string {
@@ -119,4 +141,63 @@ func (p *parser) element(v any, path string, isMap bool, fam string) (*Element, 
 	}
 	el.Key = k
 	return el, nil
+}
+
+// plainElement reads the elements sets and maps mostly hold without
+// making their path: an address, a number, or a [key, verdict] pair of
+// plain expressions (see plainExpr), which read without error or note (a
+// map's element must be a pair).
+// Others are nil: element reads them, naming the path.
+func (p *parser) plainElement(v any, isMap bool, fam string) *Element {
+	if scalar(v) && !isMap {
+		k, _ := p.expr(v, "", fam)
+		return &Element{Key: k}
+	}
+	pair, ok := v.([]any)
+	if !ok || len(pair) != 2 || !plainExpr(pair[0]) || !plainExpr(pair[1]) {
+		return nil
+	}
+	el := &Element{}
+	d, _ := p.expr(pair[1], "", fam)
+	el.setData(d)
+	el.Key, _ = p.expr(pair[0], "", fam)
+	return el
+}
+
+// scalar: a string, a number or a boolean.
+func scalar(v any) bool {
+	switch v.(type) {
+	case string, json.Number, bool:
+		return true
+	}
+	return false
+}
+
+// plainExpr reports whether expr reads v without an error or a note: a
+// scalar, a concatenation of scalars, a verdict.
+func plainExpr(v any) bool {
+	if scalar(v) {
+		return true
+	}
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return false
+	}
+	for kind, body := range m {
+		switch kind {
+		case "concat":
+			list, ok := body.([]any)
+			for _, e := range list {
+				ok = ok && scalar(e)
+			}
+			return ok
+		case "accept", "drop", "continue", "return":
+			return true
+		case "jump", "goto":
+			b, ok := body.(map[string]any)
+			_, target := b["target"].(string)
+			return ok && target
+		}
+	}
+	return false
 }

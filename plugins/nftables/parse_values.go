@@ -54,17 +54,19 @@ func fieldTypes(e Expr) []string {
 // concatenation) against types; path names e in errors.
 func checkTyped(e Expr, types []string, path string) error {
 	switch x := e.(type) {
+	// A part's path is made only for its error: checking again with it
+	// gives the same error, named.
 	case *AnonSet:
 		for i, el := range x.Elems {
-			if err := checkTyped(el.Key, types, fmt.Sprintf("%s.set[%d]", path, i)); err != nil {
-				return err
+			if checkTyped(el.Key, types, "") != nil {
+				return checkTyped(el.Key, types, fmt.Sprintf("%s.set[%d]", path, i))
 			}
 		}
 		return nil
 	case *List:
 		for i, it := range x.Items {
-			if err := checkTyped(it, types, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
+			if checkTyped(it, types, "") != nil {
+				return checkTyped(it, types, fmt.Sprintf("%s[%d]", path, i))
 			}
 		}
 		return nil
@@ -73,8 +75,8 @@ func checkTyped(e Expr, types []string, path string) error {
 			return nil // a mismatch the walk reports; nothing typed to read
 		}
 		for i, p := range x.Parts {
-			if err := checkAtom(p, types[i], fmt.Sprintf("%s.concat[%d]", path, i)); err != nil {
-				return err
+			if checkAtom(p, types[i], "") != nil {
+				return checkAtom(p, types[i], fmt.Sprintf("%s.concat[%d]", path, i))
 			}
 		}
 		return nil
@@ -216,18 +218,26 @@ func natDataTypes(d Expr, addrType string) []string {
 // it declares.
 func checkElements(s *Set, path string) error {
 	for i, el := range s.Elements {
-		ep := fmt.Sprintf("%s.elem[%d]", path, i)
-		kp := ep
-		if el.Data != nil {
-			kp += "[0]"
+		// The path is made only for an error (checking is pure).
+		if checkElement(s, el, "") != nil {
+			return checkElement(s, el, fmt.Sprintf("%s.elem[%d]", path, i))
 		}
-		if err := checkTyped(el.Key, s.KeyType, kp); err != nil {
+	}
+	return nil
+}
+
+// checkElement checks one element; ep is its path.
+func checkElement(s *Set, el *Element, ep string) error {
+	kp := ep
+	if el.Data != nil {
+		kp += "[0]"
+	}
+	if err := checkTyped(el.Key, s.KeyType, kp); err != nil {
+		return fmt.Errorf("%s %s: %w", kindName(s.IsMap), s.Name, err)
+	}
+	if el.Data != nil && len(s.DataType) > 0 && s.DataType[0] != "verdict" {
+		if err := checkTyped(el.Data, s.DataType, ep+"[1]"); err != nil {
 			return fmt.Errorf("%s %s: %w", kindName(s.IsMap), s.Name, err)
-		}
-		if el.Data != nil && len(s.DataType) > 0 && s.DataType[0] != "verdict" {
-			if err := checkTyped(el.Data, s.DataType, ep+"[1]"); err != nil {
-				return fmt.Errorf("%s %s: %w", kindName(s.IsMap), s.Name, err)
-			}
 		}
 	}
 	return nil

@@ -1,0 +1,169 @@
+package nftables
+
+// A narrow read takes the elements of kube-proxy's big sets and maps
+// (thousands of ClusterIPs, a service-ips element per Service port)
+// straight from their text: the elements plainElement reads from the
+// decoded value, in their common forms. Anything else in the array, or
+// text the JSON decoder could read another way (escapes, bytes outside
+// ASCII, numbers that are not plain integers), leaves the array to the
+// decoder.
+
+// plainElems reads a set's "elem" array; ok is false when some element is
+// not in a form read here.
+func plainElems(raw []byte, isMap bool) ([]*Element, bool) {
+	r := &elemReader{s: scanner{data: raw}}
+	if !r.s.expect('[') {
+		return nil, false
+	}
+	var out []*Element
+	if r.s.expect(']') {
+		r.s.ws()
+		return nil, r.s.pos == len(raw)
+	}
+	for {
+		el, ok := r.element(isMap)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, el)
+		if r.s.expect(']') {
+			r.s.ws()
+			return out, r.s.pos == len(raw)
+		}
+		if !r.s.expect(',') {
+			return nil, false
+		}
+	}
+}
+
+type elemReader struct{ s scanner }
+
+// element reads "10.96.0.10", 80, or [key, verdict] with a key of
+// scalars ("10.96.0.10" or {"concat": ["10.96.0.10", "tcp", 80]}).
+func (r *elemReader) element(isMap bool) (*Element, bool) {
+	if r.s.peek() != '[' {
+		if isMap {
+			return nil, false
+		}
+		k, ok := r.scalar()
+		return &Element{Key: k}, ok
+	}
+	r.s.pos++
+	var key Expr
+	var ok bool
+	if r.s.peek() == '{' {
+		key, ok = r.concat()
+	} else {
+		key, ok = r.scalar()
+	}
+	if !ok || !r.s.expect(',') {
+		return nil, false
+	}
+	v, ok := r.verdict()
+	if !ok || !r.s.expect(']') {
+		return nil, false
+	}
+	el := &Element{Key: key}
+	el.setData(v)
+	return el, true
+}
+
+// scalar reads a string (not a set's "@name") or an integer, as expr
+// reads them.
+func (r *elemReader) scalar() (*Literal, bool) {
+	if r.s.peek() == '"' {
+		s, ok := r.plainString()
+		if !ok || len(s) > 0 && s[0] == '@' {
+			return nil, false
+		}
+		return newLiteral(s, false), true
+	}
+	d, start := r.s.data, r.s.pos
+	i := start
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	digits := i
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		i++
+	}
+	if i == digits || d[digits] == '0' && i > digits+1 {
+		return nil, false // no digits, or a leading zero
+	}
+	if i < len(d) && (d[i] == '.' || d[i] == 'e' || d[i] == 'E') {
+		return nil, false
+	}
+	r.s.pos = i
+	return newLiteral(string(d[start:i]), true), true
+}
+
+// plainString reads a string of printable ASCII without escapes: its
+// bytes are its value.
+func (r *elemReader) plainString() (string, bool) {
+	text, esc, ok := r.s.str()
+	if !ok || esc {
+		return "", false
+	}
+	for _, c := range text {
+		if c < 0x20 || c >= 0x80 {
+			return "", false
+		}
+	}
+	return string(text), true
+}
+
+// concat reads {"concat": [scalar, ...]}.
+func (r *elemReader) concat() (*Concat, bool) {
+	r.s.pos++ // '{'
+	if k, ok := r.plainString(); !ok || k != "concat" || !r.s.expect(':') || !r.s.expect('[') {
+		return nil, false
+	}
+	c := &Concat{Parts: make([]Expr, 0, 3)}
+	for {
+		part, ok := r.scalar()
+		if !ok {
+			return nil, false
+		}
+		c.Parts = append(c.Parts, part)
+		if r.s.expect(']') {
+			return c, r.s.expect('}')
+		}
+		if !r.s.expect(',') {
+			return nil, false
+		}
+	}
+}
+
+// verdict reads {"goto": {"target": "chain"}} (or jump), or {"accept":
+// null} (drop, continue, return).
+func (r *elemReader) verdict() (*Verdict, bool) {
+	if !r.s.expect('{') {
+		return nil, false
+	}
+	kind, ok := r.plainString()
+	if !ok || !r.s.expect(':') {
+		return nil, false
+	}
+	v := &Verdict{Kind: kind}
+	switch kind {
+	case "jump", "goto":
+		if !r.s.expect('{') {
+			return nil, false
+		}
+		if k, ok := r.plainString(); !ok || k != "target" || !r.s.expect(':') {
+			return nil, false
+		}
+		if v.Target, ok = r.plainString(); !ok || !r.s.expect('}') {
+			return nil, false
+		}
+	case "accept", "drop", "continue", "return":
+		r.s.ws()
+		if len(r.s.data)-r.s.pos < 4 || string(r.s.data[r.s.pos:r.s.pos+4]) != "null" {
+			return nil, false
+		}
+		r.s.pos += 4
+	default:
+		return nil, false
+	}
+	return v, r.s.expect('}')
+}
