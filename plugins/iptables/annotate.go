@@ -56,7 +56,7 @@ func (p *Plane) ruleAt(h dataplane.Hop) *Rule {
 	if c == nil {
 		return nil
 	}
-	rules := c.Rules
+	rules := c.Rules()
 	if i, ok := slices.BinarySearchFunc(rules, h.Line, func(r *Rule, line int) int { return cmp.Compare(r.Line, line) }); ok {
 		return rules[i]
 	}

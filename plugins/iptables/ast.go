@@ -7,6 +7,7 @@ package iptables
 import (
 	"fmt"
 	"net/netip"
+	"sync"
 )
 
 // Ruleset is one parsed dump: every table of one IP family.
@@ -21,8 +22,13 @@ type Ruleset struct {
 	// TableOrder lists table names in the order they appeared.
 	TableOrder []string
 	// Notes record what the parser inferred (a table from chain names) or
-	// kept without understanding (unknown match modules and targets).
+	// kept without understanding (unknown match modules and targets). A
+	// ruleset read lazily adds the notes of chains parsed later: read all
+	// with AllNotes.
 	Notes []Note
+	// lazy are the states of lazy reads this ruleset's chains come from
+	// (several when dumps were merged).
+	lazy []*lazyState
 }
 
 // Note is something a reader of the dump should know, tied to a line.
@@ -45,6 +51,8 @@ type Table struct {
 	// ChainOrder lists chain names in the order they were declared (or
 	// first seen).
 	ChainOrder []string
+	// order are the chains in ChainOrder's order.
+	order []*Chain
 }
 
 // Chain is a built-in or user-defined chain.
@@ -56,8 +64,46 @@ type Chain struct {
 	// Builtin is true for PREROUTING, INPUT, FORWARD, OUTPUT, POSTROUTING.
 	Builtin bool
 	// Line is where the chain was declared (0 if only seen in a rule).
-	Line  int
-	Rules []*Rule
+	Line int
+
+	// rules are the chain's rules in order: read them with Rules, which
+	// parses them first in a ruleset read lazily (lazy holds their lines).
+	rules []*Rule
+	lazy  *lazyChain
+	// pos is the chain's place in its table's ChainOrder.
+	pos int
+	// idx indexes a long chain by destination, made on first use.
+	idx     *chainIndex
+	idxOnce sync.Once
+}
+
+// Rules are the chain's rules, in order. A chain of a ruleset read for a
+// narrowed analysis is parsed here on first use; an error in it is told by
+// the ruleset's Err, and the chain then holds the rules before it.
+func (c *Chain) Rules() []*Rule {
+	if l := c.lazy; l != nil {
+		l.once.Do(func() { l.parse(c) })
+	}
+	return c.rules
+}
+
+// Len is the number of the chain's rules, without parsing them.
+func (c *Chain) Len() int {
+	if l := c.lazy; l != nil {
+		return len(l.lines)
+	}
+	return len(c.rules)
+}
+
+// index is the chain's index by destination, nil for a short chain (a
+// scan is as fast).
+func (c *Chain) index() *chainIndex {
+	rules := c.Rules()
+	if len(rules) < 32 {
+		return nil
+	}
+	c.idxOnce.Do(func() { c.idx = buildIndex(rules) })
+	return c.idx
 }
 
 // Rule is one parsed -A line.

@@ -13,7 +13,7 @@ func benchCountRules(rs *Ruleset) int {
 	n := 0
 	for _, t := range rs.Tables {
 		for _, c := range t.Chains {
-			n += len(c.Rules)
+			n += len(c.Rules())
 		}
 	}
 	return n
@@ -81,3 +81,31 @@ func benchmarkObserve(b *testing.B, services, endpoints int) {
 
 func BenchmarkObserve1k(b *testing.B)  { benchmarkObserve(b, 1000, 10) }
 func BenchmarkObserve10k(b *testing.B) { benchmarkObserve(b, 10000, 10) }
+
+// benchmarkParseNarrow is a narrowed analysis's read: the lazy read, then
+// what every narrowed analysis asks of all chains (frontends, inferred
+// settings, text checks); no chain but the dispatch chains is parsed.
+func benchmarkParseNarrow(b *testing.B, services, endpoints int) {
+	text := snapshottest.IPTablesSave(services, endpoints)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rs, err := parseLazy("bench", text, ParseOptions{Family: "IPv4"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &Plane{Rules: rs}
+		if f := p.Frontends(); len(f) != services {
+			b.Fatalf("%d frontends", len(f))
+		}
+		if in := p.Infer(); len(in.ClusterCIDRs) != 1 {
+			b.Fatalf("inferred %+v", in)
+		}
+		if f := p.Checks("bench", "iptables"); len(f) != 0 || rs.Err() != nil {
+			b.Fatalf("checks %v, %v", f, rs.Err())
+		}
+	}
+}
+
+func BenchmarkParseNarrow1k(b *testing.B)  { benchmarkParseNarrow(b, 1000, 10) }
+func BenchmarkParseNarrow10k(b *testing.B) { benchmarkParseNarrow(b, 10000, 10) }

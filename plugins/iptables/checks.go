@@ -26,25 +26,29 @@ var perServicePrefixes = []string{PrefixSVC, PrefixSVL, PrefixEXT, PrefixFW, Pre
 // ("" when unknown).
 func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 	var out []behavior.Finding
-	type chainRef struct{ table, chain string }
-	referenced := map[chainRef]bool{}
-	for _, t := range rs.Tables {
-		for _, c := range t.Chains {
-			for _, r := range c.Rules {
-				if r.Target != "" && hasAnyPrefix(r.Target, perServicePrefixes) {
-					referenced[chainRef{t.Name, r.Target}] = true
-				}
-			}
-		}
-	}
+	// Chains are visited in the order they were read, the order their
+	// lines lie in memory.
+	var rp reparser
+	defer rp.flush()
 	for _, tname := range rs.TableOrder {
 		t := rs.Tables[tname]
-		for _, cname := range t.ChainOrder {
-			c := t.Chains[cname]
-			if hasAnyPrefix(cname, perServicePrefixes) && !referenced[chainRef{tname, cname}] {
+		// referenced[c.pos]: a rule of the table jumps to c.
+		referenced := make([]bool, len(t.order))
+		for _, c := range t.order {
+			c.targets(&rp, func(target string) {
+				if target != "" && hasAnyPrefix(target, perServicePrefixes) {
+					if c := t.Chains[target]; c != nil {
+						referenced[c.pos] = true
+					}
+				}
+			})
+		}
+		for _, c := range t.order {
+			cname := c.Name
+			if hasAnyPrefix(cname, perServicePrefixes) && !referenced[c.pos] {
 				out = append(out, behavior.Finding{
 					Type: behavior.OrphanChain, Node: node, Service: chainService(c),
-					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", tname, cname, len(c.Rules)),
+					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", tname, cname, c.Len()),
 					Rules:    chainRules(c),
 					Endpoint: dnatTarget(c),
 					Message:  fmt.Sprintf("chain %s/%s is not jumped to by any rule: kube-proxy did not clean it up", tname, cname),
@@ -53,7 +57,7 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 			if kind := leftoverKind(cname, mode); kind != "" {
 				out = append(out, behavior.Finding{
 					Type: behavior.LeftoverRules, Node: node, Service: chainService(c),
-					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s (%s) with %d rules", tname, cname, kind, len(c.Rules)),
+					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s (%s) with %d rules", tname, cname, kind, c.Len()),
 					Rules:   chainRules(c),
 					Message: fmt.Sprintf("chain %s/%s belongs to the %s; it is a leftover on a node whose kube-proxy runs in %s mode", tname, cname, kind, modeName(mode)),
 				})
@@ -84,9 +88,9 @@ func HasKubeChains(rs *Ruleset) bool { return countKube(rs) > 0 }
 func countKube(rs *Ruleset) int {
 	n := 0
 	for _, t := range rs.Tables {
-		for name, c := range t.Chains {
-			if strings.HasPrefix(name, "KUBE-") && !kubeletChain(name) && name != "KUBE-PROXY-CANARY" {
-				n += 1 + len(c.Rules)
+		for _, c := range t.order {
+			if name := c.Name; strings.HasPrefix(name, "KUBE-") && !kubeletChain(name) && name != "KUBE-PROXY-CANARY" {
+				n += 1 + c.Len()
 			}
 		}
 	}
@@ -127,7 +131,7 @@ func hasAnyPrefix(s string, ps []string) bool {
 }
 
 func chainService(c *Chain) string {
-	for _, r := range c.Rules {
+	for _, r := range c.Rules() {
 		if spn, ok := SPNFromComment(r.Comment()); ok {
 			return spn
 		}
@@ -137,12 +141,12 @@ func chainService(c *Chain) string {
 
 func chainRules(c *Chain) []string {
 	var out []string
-	for _, r := range c.Rules {
+	for _, r := range c.Rules() {
 		out = append(out, r.Raw)
 	}
 	sort.Strings(out)
 	if len(out) > 5 {
-		out = append(out[:5], fmt.Sprintf("... %d more", len(c.Rules)-5))
+		out = append(out[:5], fmt.Sprintf("... %d more", len(out)-5))
 	}
 	return out
 }
@@ -161,10 +165,10 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Fin
 		t := rs.Tables[tname]
 		var chains []string
 		rules := 0
-		for _, cname := range t.ChainOrder {
-			if strings.HasPrefix(cname, "KUBE-") && !kubeletChain(cname) {
+		for _, c := range t.order {
+			if cname := c.Name; strings.HasPrefix(cname, "KUBE-") && !kubeletChain(cname) {
 				chains = append(chains, cname)
-				rules += len(t.Chains[cname].Rules)
+				rules += c.Len()
 			}
 		}
 		if len(chains) == 0 {
@@ -187,7 +191,7 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Fin
 
 // dnatTarget is the endpoint a chain DNATs to ("" if none).
 func dnatTarget(c *Chain) string {
-	for _, r := range c.Rules {
+	for _, r := range c.Rules() {
 		if _, ep, ok := strings.Cut(r.Raw, "--to-destination "); ok {
 			ep, _, _ = strings.Cut(ep, " ")
 			return ep

@@ -27,8 +27,8 @@ func discover(rs *Ruleset) []behavior.Frontend {
 		if !ok {
 			continue
 		}
-		for _, cname := range t.ChainOrder {
-			c := t.Chains[cname]
+		for _, c := range t.order {
+			cname := c.Name
 			dispatch := cname == "KUBE-SERVICES" || cname == "KUBE-EXTERNAL-SERVICES" || cname == "KUBE-PROXY-FIREWALL" ||
 				strings.HasPrefix(cname, "KUBE-PORTALS-")
 			nodePorts := (tname == "nat" && cname == "KUBE-NODEPORTS") || strings.HasPrefix(cname, "KUBE-NODEPORT-") ||
@@ -36,7 +36,7 @@ func discover(rs *Ruleset) []behavior.Frontend {
 			if !dispatch && !nodePorts {
 				continue
 			}
-			for _, r := range c.Rules {
+			for _, r := range c.Rules() {
 				proto, port, ok := protoPort(r)
 				if !ok {
 					continue

@@ -29,11 +29,22 @@ func Infer(rs *Ruleset) Inferred {
 		in.Evidence = append(in.Evidence, "mode iptables: nat table has KUBE-SERVICES")
 	}
 	seen := map[string]bool{}
-	for _, cname := range nat.ChainOrder {
+	// Only a rule with a source address can tell, and one whose address
+	// reads as that of a rule already counted adds nothing: in a ruleset
+	// read lazily, only the other lines are parsed.
+	counted := map[string]bool{}
+	candidate := func(line string) bool {
+		addr, found, certain := sourceText(line)
+		return !certain || found && !counted[addr]
+	}
+	var rp reparser
+	defer rp.flush()
+	for _, c := range nat.order {
+		cname := c.Name
 		if !strings.HasPrefix(cname, PrefixSVC) && !strings.HasPrefix(cname, PrefixSVL) && !strings.HasPrefix(cname, PrefixEXT) {
 			continue
 		}
-		for _, r := range nat.Chains[cname].Rules {
+		for _, r := range c.rulesMentioning(&rp, candidate) {
 			if r.Source == nil || r.Source.Prefix.IsSingleIP() {
 				continue
 			}
@@ -48,10 +59,13 @@ func Infer(rs *Ruleset) Inferred {
 				in.ClusterCIDRs = append(in.ClusterCIDRs, cidr)
 				in.Evidence = append(in.Evidence, fmt.Sprintf("cluster CIDR %s: line %d (%s)", cidr, r.Line, cname))
 			}
+			if addr, found, certain := sourceText(r.Raw); found && certain {
+				counted[addr] = true
+			}
 		}
 	}
 	if c, ok := nat.Chains["KUBE-MARK-MASQ"]; ok {
-		for _, r := range c.Rules {
+		for _, r := range c.Rules() {
 			if r.Target != "MARK" {
 				continue
 			}
@@ -74,4 +88,47 @@ func Infer(rs *Ruleset) Inferred {
 		}
 	}
 	return in
+}
+
+// sourceText reads the source address of a rule line as written (after
+// -s, --source or --src), when that is certain: found is false for a line
+// with none, and certain false for a line that must be parsed to tell (two
+// of them, one after a quote, an unusual spelling).
+func sourceText(line string) (addr string, found, certain bool) {
+	for i := 0; i < len(line); {
+		j := strings.IndexByte(line[i:], '-')
+		if j < 0 {
+			break
+		}
+		j += i
+		i = j + 1
+		if j == 0 || line[j-1] != ' ' {
+			continue
+		}
+		rest := line[j:]
+		var opt string
+		for _, o := range []string{"-s", "--source", "--src"} {
+			if strings.HasPrefix(rest, o) {
+				opt = o
+			}
+		}
+		if opt == "" {
+			continue
+		}
+		if len(rest) == len(opt) || rest[len(opt)] != ' ' {
+			if opt == "-s" || len(rest) > len(opt) && rest[len(opt)] == '=' {
+				return "", false, false // -sADDR, --source=ADDR, a bare -s
+			}
+			continue // --src-type, --source-ports and the like
+		}
+		if found || strings.IndexByte(line[:j], '"') >= 0 {
+			return "", true, false // two, or one after a quote: in a comment?
+		}
+		a, _, _ := strings.Cut(rest[len(opt)+1:], " ")
+		if a == "" || strings.ContainsAny(a, "\"'\\\t") {
+			return "", true, false
+		}
+		addr, found = a, true
+	}
+	return addr, found, true
 }

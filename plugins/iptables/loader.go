@@ -25,6 +25,19 @@ func (Loader) Wants(family string) string { return "an " + family + " iptables d
 // several headerless dumps of one backend (one per table) are merged, and
 // the plane walks the backend that holds kube-proxy's chains.
 func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
+	return load(ns, family, ParseString)
+}
+
+var _ dataplane.NarrowLoader = Loader{}
+
+// LoadNarrow is Load for a narrowed analysis: each chain's rules are parsed
+// when first used (see parseLazy), and the plane's Err tells an error found
+// then.
+func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
+	return load(ns, family, parseLazy)
+}
+
+func load(ns *snapshot.NodeState, family string, parse func(source, text string, opts ParseOptions) (*Ruleset, error)) (dataplane.Plane, error) {
 	byBackend := map[string]*Ruleset{}
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
@@ -41,13 +54,12 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 		if fam != family {
 			continue
 		}
-		rs, err := ParseString(dataplane.Origin(ns.Name, d), d.Text, ParseOptions{Table: d.Table, Family: fam})
+		rs, err := parse(dataplane.Origin(ns.Name, d), d.Text, ParseOptions{Table: d.Table, Family: fam})
 		if err != nil {
-			var pe *ParseError
-			if errors.As(err, &pe) {
-				return nil, dataplane.NewDumpError(ns.Name, d, pe.Line, pe.Column, pe.Msg, err)
-			}
-			return nil, dataplane.NewDumpError(ns.Name, d, 0, 0, "", err)
+			return nil, dumpError(ns.Name, d, err)
+		}
+		for _, st := range rs.lazy {
+			st.node, st.dump = ns.Name, d
 		}
 		backend := d.Backend
 		if backend == "" {
@@ -69,6 +81,15 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 	return &Plane{Rules: rs, Backends: byBackend}, nil
 }
 
+// dumpError names the node and dump of a parse error, and its position.
+func dumpError(node string, d *snapshot.Dump, err error) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return dataplane.NewDumpError(node, d, pe.Line, pe.Column, pe.Msg, err)
+	}
+	return dataplane.NewDumpError(node, d, 0, 0, "", err)
+}
+
 // mergeRulesets adds the tables of b to a (several headerless dumps of one
 // node, one per table).
 func mergeRulesets(a, b *Ruleset) {
@@ -79,6 +100,7 @@ func mergeRulesets(a, b *Ruleset) {
 		}
 	}
 	a.Notes = append(a.Notes, b.Notes...)
+	a.lazy = append(a.lazy, b.lazy...)
 }
 
 // pickRuleset chooses the backend holding kube-proxy's chains.

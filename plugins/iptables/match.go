@@ -331,9 +331,9 @@ type chainIndex struct {
 	rules []*Rule
 }
 
-func buildIndex(c *Chain) *chainIndex {
-	idx := &chainIndex{byDst: map[netip.Addr][]int{}, rules: c.Rules}
-	for i, r := range c.Rules {
+func buildIndex(rules []*Rule) *chainIndex {
+	idx := &chainIndex{byDst: map[netip.Addr][]int{}, rules: rules}
+	for i, r := range rules {
 		if r.Dest != nil && !r.Dest.Negate && r.Dest.Prefix.IsSingleIP() {
 			a := r.Dest.Prefix.Addr()
 			idx.byDst[a] = append(idx.byDst[a], i)

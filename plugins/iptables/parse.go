@@ -38,6 +38,14 @@ func Parse(source string, r io.Reader, opts ParseOptions) (*Ruleset, error) {
 // ParseString is Parse for input already in memory. Rule.Raw and the
 // parsed tokens share text's memory.
 func ParseString(source, text string, opts ParseOptions) (*Ruleset, error) {
+	p, err := newDumpParser(source, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.parse(text)
+}
+
+func newDumpParser(source string, opts ParseOptions) (*dumpParser, error) {
 	family, err := parseFamilyOption(opts.Family)
 	if err != nil {
 		return nil, err
@@ -55,6 +63,10 @@ func ParseString(source, text string, opts ParseOptions) (*Ruleset, error) {
 	if family != "" {
 		p.familyB = "the Family option"
 	}
+	return p, nil
+}
+
+func (p *dumpParser) parse(text string) (*Ruleset, error) {
 	if err := p.run(text); err != nil {
 		return nil, err
 	}
@@ -110,6 +122,13 @@ type dumpParser struct {
 	src  string
 	opts ParseOptions
 	rs   *Ruleset
+	// lazy, when set, is a lazy read: the rule lines of a table are
+	// filed under their chain, to be parsed when the chain is used.
+	lazy      *lazyState
+	lazySlab  parseSlab[lazyChain]
+	lazyLines []lazyLine
+	lazyRun   *lazyChain
+	lazyStart int
 
 	// family is decided by the option, a header or the first address;
 	// familyB says by what (for error messages).
@@ -132,6 +151,9 @@ type dumpParser struct {
 
 	lastLine int
 	lastText string
+	// text is the input, pos the offset of the line being read.
+	text string
+	pos  int
 
 	toks     []lexToken
 	sArgs    []string
@@ -156,7 +178,9 @@ type dumpParser struct {
 
 func (p *dumpParser) run(text string) error {
 	n := 0
+	p.text = text
 	for pos := 0; pos < len(text); {
+		p.pos = pos
 		var line string
 		if i := strings.IndexByte(text[pos:], '\n'); i >= 0 {
 			line = text[pos : pos+i]
@@ -204,11 +228,18 @@ func (p *dumpParser) line(line string, n int) error {
 		if err != nil {
 			return err
 		}
-		if k := lexSkipBlank(line, j); k == len(line) || line[k] != '-' {
+		k := lexSkipBlank(line, j)
+		if k == len(line) || line[k] != '-' {
 			return p.errAt(line, n, k, "expected a rule (-A CHAIN ...) after the counters")
+		}
+		if p.lazy != nil && p.table != nil {
+			return p.deferRule(line, k, n)
 		}
 		return p.command(line, j, n)
 	case '-':
+		if p.lazy != nil && p.table != nil {
+			return p.deferRule(line, i, n)
+		}
 		return p.command(line, i, n)
 	}
 	if strings.HasPrefix(line[i:], "COMMIT") {

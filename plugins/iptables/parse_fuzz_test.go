@@ -61,7 +61,7 @@ func FuzzParse(f *testing.F) {
 				if c == nil || c.Name != cn {
 					t.Fatalf("chain %q inconsistent", cn)
 				}
-				for _, r := range c.Rules {
+				for _, r := range c.Rules() {
 					if r.Table != tn || r.Chain != cn || r.Line < 1 || r.Line > len(lines) ||
 						r.Raw != strings.TrimSuffix(lines[r.Line-1], "\r") {
 						t.Fatalf("rule %s: Raw %q does not match its line", r.Ref(), r.Raw)

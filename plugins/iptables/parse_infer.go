@@ -233,7 +233,7 @@ func inferReasons(why *[inferWhyKinds][]string, evidence bool) string {
 
 // place files one pending line into table.
 func (p *dumpParser) place(table string, it *pendingLine) {
-	t := p.ensureTable(table)
+	t := p.ensureTable(table, 0)
 	if it.rule == nil {
 		p.declare(t, it.chain, it.policy, it.line)
 		return

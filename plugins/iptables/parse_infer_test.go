@@ -66,8 +66,8 @@ func TestParseHeaderless(t *testing.T) {
 				}
 				for _, cn := range tb.ChainOrder {
 					ch := tb.Chains[cn]
-					got[tn+"/"+cn] = len(ch.Rules)
-					for _, r := range ch.Rules {
+					got[tn+"/"+cn] = len(ch.Rules())
+					for _, r := range ch.Rules() {
 						if r.Table != tn || r.Chain != cn {
 							t.Errorf("rule %s filed under %s/%s", r.Ref(), tn, cn)
 						}
@@ -95,7 +95,7 @@ func TestParseHeaderlessDeclarations(t *testing.T) {
 	if in == nil || in.Policy != "DROP" || !in.Builtin || in.Line != 1 {
 		t.Errorf("INPUT = %+v", in)
 	}
-	if svc == nil || svc.Policy != "-" || svc.Builtin || svc.Line != 2 || len(svc.Rules) != 1 {
+	if svc == nil || svc.Policy != "-" || svc.Builtin || svc.Line != 2 || len(svc.Rules()) != 1 {
 		t.Errorf("KUBE-SVC-A = %+v", svc)
 	}
 	if rs.Chain("nat", "KUBE-SEP-B") != nil {
@@ -109,15 +109,15 @@ func TestParseRulesSlices(t *testing.T) {
 	rs := ptParse(t, "*nat\n:A - [0:0]\n:B - [0:0]\n-A A -m comment --comment x -j RETURN\n"+
 		"-A B -m comment --comment y -j RETURN\n-A A -j ACCEPT\nCOMMIT\n", ParseOptions{})
 	a, b := rs.Chain("nat", "A"), rs.Chain("nat", "B")
-	if len(a.Rules) != 2 || a.Rules[1].Target != "ACCEPT" || len(b.Rules) != 1 {
-		t.Fatalf("A %v B %v", a.Rules, b.Rules)
+	if len(a.Rules()) != 2 || a.Rules()[1].Target != "ACCEPT" || len(b.Rules()) != 1 {
+		t.Fatalf("A %v B %v", a.Rules(), b.Rules())
 	}
-	b0 := b.Rules[0]
-	_ = append(rs.Chain("nat", "A").Rules[:1:1], &Rule{Target: "X"})
-	_ = append(a.Rules, &Rule{Target: "X"})
-	_ = append(a.Rules[0].Matches[0].Options[0].Args, "z")
-	_ = append(a.Rules[0].Matches, Match{Module: "z"})
-	if b.Rules[0] != b0 || a.Rules[1].Target != "ACCEPT" || b0.Comment() != "y" {
+	b0 := b.Rules()[0]
+	_ = append(rs.Chain("nat", "A").Rules()[:1:1], &Rule{Target: "X"})
+	_ = append(a.Rules(), &Rule{Target: "X"})
+	_ = append(a.Rules()[0].Matches[0].Options[0].Args, "z")
+	_ = append(a.Rules()[0].Matches, Match{Module: "z"})
+	if b.Rules()[0] != b0 || a.Rules()[1].Target != "ACCEPT" || b0.Comment() != "y" {
 		t.Error("appending to one chain's rules changed another's")
 	}
 }

@@ -31,15 +31,23 @@ func isExtensionTarget(t string) bool {
 func (p *dumpParser) checkJumps() error {
 	defer func() { p.jumps = p.jumps[:0] }()
 	for _, j := range p.jumps {
-		if p.table.Chains[j.rule.Target] != nil {
-			continue
+		if err := p.checkJump(j.rule, j.col); err != nil {
+			return err
 		}
-		flag := "-j"
-		if j.rule.Goto {
-			flag = "-g"
-		}
-		return p.errAt(j.rule.Raw, j.rule.Line, j.col, "%s %s: table %s (line %d) defines no chain %s",
-			flag, j.rule.Target, p.table.Name, p.tableLine, j.rule.Target)
 	}
 	return nil
+}
+
+// checkJump is checkJumps for one rule of the table being read, whose
+// target name starts at col.
+func (p *dumpParser) checkJump(r *Rule, col int) error {
+	if p.table.Chains[r.Target] != nil {
+		return nil
+	}
+	flag := "-j"
+	if r.Goto {
+		flag = "-g"
+	}
+	return p.errAt(r.Raw, r.Line, col, "%s %s: table %s (line %d) defines no chain %s",
+		flag, r.Target, p.table.Name, p.tableLine, r.Target)
 }

@@ -78,15 +78,26 @@ func (p *dumpParser) header(line string, i, n int) error {
 		return p.errAt(line, n, i, "table %s appears twice (first on line %d)", name, first)
 	}
 	p.tables[name] = n
-	p.table, p.tableLine = p.ensureTable(name), n
+	p.table, p.tableLine = p.ensureTable(name, p.declarations()), n
 	return nil
 }
 
-func (p *dumpParser) ensureTable(name string) *Table {
+// declarations counts the chain declarations of the table whose header is
+// the line being read, to size its map of chains (tens of thousands on a
+// large node).
+func (p *dumpParser) declarations() int {
+	rest := p.text[min(p.pos, len(p.text)):]
+	if end := strings.Index(rest, "\nCOMMIT"); end >= 0 {
+		rest = rest[:end]
+	}
+	return strings.Count(rest, "\n:")
+}
+
+func (p *dumpParser) ensureTable(name string, chains int) *Table {
 	if t := p.rs.Tables[name]; t != nil {
 		return t
 	}
-	t := &Table{Name: name, Chains: make(map[string]*Chain)}
+	t := &Table{Name: name, Chains: make(map[string]*Chain, chains)}
 	p.rs.Tables[name] = t
 	p.rs.TableOrder = append(p.rs.TableOrder, name)
 	return t
@@ -159,16 +170,28 @@ func (p *dumpParser) declareHere(name, policy string, isPolicy bool, line string
 }
 
 // chain returns the chain of t, creating it (Line 0) if needed.
+// iptables-save writes the rules of a table's chains in the order it
+// declared them, so the chain after the last one found is tried before the
+// map: a large node has tens of thousands.
 func (p *dumpParser) chain(t *Table, name string) *Chain {
-	if c := p.lastChain; c != nil && p.lastTable == t && c.Name == name {
-		return c
+	if c := p.lastChain; c != nil && p.lastTable == t {
+		if c.Name == name {
+			return c
+		}
+		for k := c.pos + 1; k < len(t.order) && k <= c.pos+4; k++ {
+			if next := t.order[k]; next.Name == name {
+				p.lastChain = next
+				return next
+			}
+		}
 	}
 	c := t.Chains[name]
 	if c == nil {
 		c = p.chainSlab.alloc()
-		c.Name, c.Builtin = name, isBuiltinChain(name)
+		c.Name, c.Builtin, c.pos = name, isBuiltinChain(name), len(t.order)
 		t.Chains[name] = c
 		t.ChainOrder = append(t.ChainOrder, name)
+		t.order = append(t.order, c)
 	}
 	p.lastChain, p.lastTable = c, t
 	return c
@@ -272,7 +295,7 @@ func (p *dumpParser) rule(line string, n int, chain string, toks []lexToken) err
 		return nil
 	}
 	c := p.chain(p.table, chain)
-	if len(c.Rules) == 0 && c.Line == 0 && !c.Builtin {
+	if c.Len() == 0 && c.Line == 0 && !c.Builtin {
 		p.note(n, "chain %s in table %s has rules but no declaration (:%s); created", chain, p.table.Name, chain)
 	}
 	r.Table, r.Chain = p.table.Name, c.Name
@@ -280,14 +303,14 @@ func (p *dumpParser) rule(line string, n int, chain string, toks []lexToken) err
 	return nil
 }
 
-// appendRule appends r to c.Rules. Rules of one chain come one after the
+// appendRule appends r to c.rules. Rules of one chain come one after the
 // other, so a run of them shares one large array of pointers instead of
-// growing a slice per chain; c.Rules is capped at its length, so an
+// growing a slice per chain; c.rules is capped at its length, so an
 // append by a caller copies rather than overwriting the next chain's.
 func (p *dumpParser) appendRule(c *Chain, r *Rule) {
-	run := c == p.runChain && len(c.Rules) > 0
-	if !run && len(c.Rules) > 0 {
-		c.Rules = append(c.Rules, r) // the chain's rules are not contiguous
+	run := c == p.runChain && len(c.rules) > 0
+	if !run && len(c.rules) > 0 {
+		c.rules = append(c.rules, r) // the chain's rules are not contiguous
 		p.runChain = nil
 		return
 	}
@@ -295,10 +318,10 @@ func (p *dumpParser) appendRule(c *Chain, r *Rule) {
 		p.runChain, p.runStart = c, len(p.ptrs)
 	}
 	if len(p.ptrs) == cap(p.ptrs) {
-		size := max(min(2*cap(p.ptrs), 1<<16), 64, 2*len(c.Rules))
-		p.ptrs = append(make([]*Rule, 0, size), c.Rules...)
+		size := max(min(2*cap(p.ptrs), 1<<16), 64, 2*len(c.rules))
+		p.ptrs = append(make([]*Rule, 0, size), c.rules...)
 		p.runStart = 0
 	}
 	p.ptrs = append(p.ptrs, r)
-	c.Rules = p.ptrs[p.runStart:len(p.ptrs):len(p.ptrs)]
+	c.rules = p.ptrs[p.runStart:len(p.ptrs):len(p.ptrs)]
 }

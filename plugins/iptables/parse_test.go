@@ -53,10 +53,10 @@ func ptParse(t *testing.T, text string, opts ParseOptions) *Ruleset {
 func ptRule(t *testing.T, rs *Ruleset, table, chain string, i int) *Rule {
 	t.Helper()
 	c := rs.Chain(table, chain)
-	if c == nil || i >= len(c.Rules) {
+	if c == nil || i >= len(c.Rules()) {
 		t.Fatalf("no rule %d in %s/%s", i, table, chain)
 	}
-	return c.Rules[i]
+	return c.Rules()[i]
 }
 
 // ptOpt returns an option of a module ("" for the target).
@@ -110,10 +110,10 @@ func TestParseNode1(t *testing.T) {
 		}
 		first := tb.Chains[tb.ChainOrder[0]]
 		if first.Name != c.firstChain || first.Line != c.firstChainLine || !first.Builtin || first.Policy != "ACCEPT" {
-			t.Errorf("%s: first chain %+v", c.table, *first)
+			t.Errorf("%s: first chain %s", c.table, first.Name)
 		}
 	}
-	if c := rs.Chain("nat", "KUBE-SERVICES"); c == nil || c.Builtin || c.Policy != "-" || c.Line != 74 || len(c.Rules) != 10 {
+	if c := rs.Chain("nat", "KUBE-SERVICES"); c == nil || c.Builtin || c.Policy != "-" || c.Line != 74 || len(c.Rules()) != 10 {
 		t.Errorf("nat KUBE-SERVICES = %+v", c)
 	}
 
@@ -121,7 +121,7 @@ func TestParseNode1(t *testing.T) {
 	lines := strings.Split(string(ptRead(t, ptNode1)), "\n")
 	for _, tb := range rs.Tables {
 		for _, c := range tb.Chains {
-			for _, r := range c.Rules {
+			for _, r := range c.Rules() {
 				if r.Raw != lines[r.Line-1] || r.Table != tb.Name || r.Chain != c.Name {
 					t.Errorf("rule %s: Raw %q is not line %d %q", r.Ref(), r.Raw, r.Line, lines[r.Line-1])
 				}

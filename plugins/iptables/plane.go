@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -14,10 +15,8 @@ type Plane struct {
 	// walked); Backends all the node's, by backend (nf_tables, legacy).
 	Rules    *Ruleset
 	Backends map[string]*Ruleset
-	// index and frontends are made on first use and kept: a recheck
-	// walks one Service again on a state read once.
-	index         map[*Chain]*chainIndex
-	indexOnce     sync.Once
+	// frontends are found on first use and kept: a recheck walks one
+	// Service again on a state read once.
 	frontends     []behavior.Frontend
 	frontendsOnce sync.Once
 }
@@ -32,8 +31,7 @@ func (p *Plane) HasKubeProxy() bool { return HasKubeChains(p.Rules) }
 
 // Walker implements dataplane.Plane.
 func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
-	p.indexOnce.Do(func() { p.index = indexChains(p.Rules) })
-	return newWalker(p.Rules, env, p.index)
+	return NewWalker(p.Rules, env)
 }
 
 // Frontends implements dataplane.Plane.
@@ -45,6 +43,17 @@ func (p *Plane) Frontends() []behavior.Frontend {
 // Checks implements dataplane.Plane.
 func (p *Plane) Checks(node, mode string) []behavior.Finding { return TextChecks(p.Rules, node, mode) }
 
+// Err implements dataplane.Deferred: an error in a chain of a backend read
+// by LoadNarrow, parsed when first used.
+func (p *Plane) Err() error {
+	for _, backend := range slices.Sorted(maps.Keys(p.Backends)) {
+		if err := p.Backends[backend].Err(); err != nil {
+			return err
+		}
+	}
+	return p.Rules.Err()
+}
+
 // Infer implements dataplane.Plane.
 func (p *Plane) Infer() dataplane.Inferred {
 	in := Infer(p.Rules)
@@ -54,7 +63,7 @@ func (p *Plane) Infer() dataplane.Inferred {
 // Notes implements dataplane.Plane.
 func (p *Plane) Notes() []string {
 	var out []string
-	for _, n := range p.Rules.Notes {
+	for _, n := range p.Rules.AllNotes() {
 		out = append(out, n.String())
 	}
 	return out

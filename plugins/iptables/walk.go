@@ -89,37 +89,20 @@ func (l *hopList) slice() []dataplane.Hop {
 	return out
 }
 
-// Walker walks packets through a parsed ruleset.
-type Walker struct {
-	rs    *Ruleset
-	env   *Env
-	index map[*Chain]*chainIndex
-}
-
-// NewWalker prepares a walker; it indexes long chains by destination so a
+// Walker walks packets through a parsed ruleset. Long chains are indexed
+// by destination on first use (and the index kept with the chain), so a
 // walk through a large KUBE-SERVICES chain does not scan every rule.
-func NewWalker(rs *Ruleset, env *Env) *Walker {
-	return newWalker(rs, env, indexChains(rs))
+type Walker struct {
+	rs  *Ruleset
+	env *Env
 }
 
-func newWalker(rs *Ruleset, env *Env, index map[*Chain]*chainIndex) *Walker {
+// NewWalker prepares a walker.
+func NewWalker(rs *Ruleset, env *Env) *Walker {
 	if env == nil {
 		env = &Env{}
 	}
-	return &Walker{rs: rs, env: env, index: index}
-}
-
-// indexChains indexes the long chains of a ruleset by destination.
-func indexChains(rs *Ruleset) map[*Chain]*chainIndex {
-	index := map[*Chain]*chainIndex{}
-	for _, t := range rs.Tables {
-		for _, c := range t.Chains {
-			if len(c.Rules) >= 32 {
-				index[c] = buildIndex(c)
-			}
-		}
-	}
-	return index
+	return &Walker{rs: rs, env: env}
 }
 
 // hookTables lists the tables of a hook in the kernel's priority order.
@@ -252,8 +235,8 @@ func (w *Walker) evalChain(s *state, table string, c *Chain, depth int) []result
 		s.note("chain nesting deeper than 64 at %s/%s: walk stopped", table, c.Name)
 		return []result{{st: s, flow: flowStop}}
 	}
-	rules := c.Rules
-	if idx, ok := w.index[c]; ok {
+	rules := c.Rules()
+	if idx := c.index(); idx != nil {
 		rules = idx.candidates(s.pkt.Dst)
 	}
 	return w.evalRules(s, table, c, rules, depth)
@@ -462,9 +445,9 @@ func (w *Walker) excerptEntry(s *state, table, hook string) *Chain {
 		if w.rs.Chain(table, name) == nil {
 			continue
 		}
-		c.Rules = append(c.Rules, &Rule{Table: "nat", Chain: hook, Target: name, Raw: "(assumed) -A " + hook + " -j " + name})
+		c.rules = append(c.rules, &Rule{Table: "nat", Chain: hook, Target: name, Raw: "(assumed) -A " + hook + " -j " + name})
 	}
-	if len(c.Rules) == 0 {
+	if len(c.rules) == 0 {
 		return nil
 	}
 	s.note("the dump has no nat %s chain: entered kube-proxy's chains as its jump rules would", hook)

@@ -1,0 +1,359 @@
+package iptables
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// A lazy read serves a narrowed analysis (explain of one Service on a node
+// with thousands): tables, chain declarations, COMMIT and the chain of every
+// rule line are read at once, as in a full read, so that a truncated dump or
+// a rule outside a table is still refused; each rule line is parsed when its
+// chain is first used (Chain.Rules), which for one Service's walks is a few
+// dozen chains of tens of thousands.
+
+// lazyState is what the chains of one lazy read share: how to parse their
+// lines, and the notes and the first error of the parses made later.
+type lazyState struct {
+	src    string
+	opts   ParseOptions
+	family string
+	// node and dump name the dump in errors, when the loader read it.
+	node string
+	dump *snapshot.Dump
+
+	mu    sync.Mutex
+	notes []Note
+	err   error
+}
+
+// lazyLine is one rule line kept for later: col is where its command (-A)
+// starts, after the counters.
+type lazyLine struct {
+	text string
+	n    int32
+	col  int32
+}
+
+// lazyChain holds a chain's rule lines until its rules are first used.
+type lazyChain struct {
+	once      sync.Once
+	state     *lazyState
+	table     *Table
+	tableLine int
+	lines     []lazyLine
+}
+
+// parseLazy reads an iptables-save dump lazily. A dump that does not say
+// its family up front (opts.Family) or has lines outside a *table section
+// (iptables -S output) is read in full: its family or tables are inferred
+// from the rules themselves.
+func parseLazy(source, text string, opts ParseOptions) (*Ruleset, error) {
+	p, err := newDumpParser(source, opts)
+	if err != nil {
+		return nil, err
+	}
+	if p.family == "" || !startsWithTable(text) {
+		return p.parse(text)
+	}
+	p.lazy = &lazyState{src: source, opts: opts, family: p.family}
+	rs, err := p.parse(text)
+	if err != nil {
+		return nil, err
+	}
+	rs.lazy = []*lazyState{p.lazy}
+	return rs, nil
+}
+
+// startsWithTable reports whether the first line that is not blank or a
+// comment is a *table header.
+func startsWithTable(text string) bool {
+	for text != "" {
+		line, rest, _ := strings.Cut(text, "\n")
+		line = strings.TrimLeft(line, " \t")
+		switch {
+		case line == "" || line == "\r" || line[0] == '#':
+			text = rest
+			continue
+		case line[0] == '*':
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// deferRule files an -A line of the table being read under its chain. Any
+// other command is handled as in a full read.
+func (p *dumpParser) deferRule(line string, i, n int) error {
+	var name string
+	switch {
+	case strings.HasPrefix(line[i:], "-A "):
+		name = plainWord(line, i+len("-A "))
+	case strings.HasPrefix(line[i:], "--append "):
+		name = plainWord(line, i+len("--append "))
+	default:
+		return p.command(line, i, n)
+	}
+	if name == "" {
+		// A quoted or malformed chain name: tokenized, with the errors
+		// of a full read.
+		toks, err := p.tokenize(line, i, n)
+		if err != nil {
+			return err
+		}
+		if len(toks) < 2 {
+			return p.errAt(line, n, len(line), "%s needs a chain name", toks[0].text)
+		}
+		if msg := lexChainName(toks[1]); msg != "" {
+			return p.errAt(line, n, toks[1].col, "%s after %s", msg, toks[0].text)
+		}
+		name = toks[1].text
+	}
+	c := p.chain(p.table, name)
+	if c.Len() == 0 && c.Line == 0 && !c.Builtin {
+		p.note(n, "chain %s in table %s has rules but no declaration (:%s); created", name, p.table.Name, name)
+	}
+	if c.lazy == nil {
+		c.lazy = p.lazySlab.alloc()
+		c.lazy.state, c.lazy.table, c.lazy.tableLine = p.lazy, p.table, p.tableLine
+	}
+	p.appendLine(c.lazy, lazyLine{text: line, n: int32(n), col: int32(i)})
+	return nil
+}
+
+// appendLine appends ln to l.lines, sharing one large array between the
+// runs of lines of consecutive chains as appendRule does for rules.
+func (p *dumpParser) appendLine(l *lazyChain, ln lazyLine) {
+	run := l == p.lazyRun && len(l.lines) > 0
+	if !run && len(l.lines) > 0 {
+		l.lines = append(l.lines, ln)
+		p.lazyRun = nil
+		return
+	}
+	if !run {
+		p.lazyRun, p.lazyStart = l, len(p.lazyLines)
+	}
+	if len(p.lazyLines) == cap(p.lazyLines) {
+		size := max(min(2*cap(p.lazyLines), 1<<16), 64, 2*len(l.lines))
+		p.lazyLines = append(make([]lazyLine, 0, size), l.lines...)
+		p.lazyStart = 0
+	}
+	p.lazyLines = append(p.lazyLines, ln)
+	l.lines = p.lazyLines[p.lazyStart:len(p.lazyLines):len(p.lazyLines)]
+}
+
+// plainWord is the word at line[i:] when it is a plain chain name (no
+// quotes, not an option), else "".
+func plainWord(line string, i int) string {
+	i = lexSkipBlank(line, i)
+	j := i
+	for j < len(line) && line[j] != ' ' && line[j] != '\t' {
+		switch line[j] {
+		case '"', '\'', '\\':
+			return ""
+		}
+		j++
+	}
+	if w := line[i:j]; w != "" && w[0] != '-' && w[0] != '!' {
+		return w
+	}
+	return ""
+}
+
+// parser is a parser of this read's rule lines of table t, for one
+// goroutine.
+func (st *lazyState) parser(t *Table, tableLine int) *dumpParser {
+	return &dumpParser{
+		src: st.src, opts: st.opts, rs: &Ruleset{Source: st.src},
+		family: st.family, familyB: "the Family option",
+		table: t, tableLine: tableLine,
+	}
+}
+
+// ruleOf parses one kept line as a full read does, jump check included.
+func (p *dumpParser) ruleOf(ln lazyLine, chain string) (*Rule, error) {
+	line, n := ln.text, int(ln.n)
+	toks, err := p.tokenize(line, int(ln.col), n)
+	if err != nil {
+		return nil, err
+	}
+	r := p.rules.alloc()
+	r.Line, r.Raw = n, line
+	if err := p.parseRule(r, line, n, toks[2:]); err != nil {
+		return nil, err
+	}
+	r.Table, r.Chain = p.table.Name, chain
+	if jumpsToChain(r) {
+		if err := p.checkJump(r, p.targetCol); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// parse parses the chain's kept lines into c's rules.
+func (l *lazyChain) parse(c *Chain) {
+	p := l.state.parser(l.table, l.tableLine)
+	for _, ln := range l.lines {
+		r, err := p.ruleOf(ln, c.Name)
+		if err != nil {
+			l.state.fail(err)
+			break
+		}
+		p.appendRule(c, r)
+	}
+	l.state.addNotes(p.rs.Notes)
+}
+
+func (st *lazyState) fail(err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.err == nil {
+		st.err = err
+	}
+}
+
+func (st *lazyState) addNotes(notes []Note) {
+	if len(notes) == 0 {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.notes = append(st.notes, notes...)
+}
+
+// Err is the first error found in a rule line parsed after a lazy read
+// (nil: none, or the ruleset was read in full).
+func (rs *Ruleset) Err() error {
+	for _, st := range rs.lazy {
+		st.mu.Lock()
+		err := st.err
+		st.mu.Unlock()
+		switch {
+		case err == nil:
+		case st.dump != nil:
+			return dumpError(st.node, st.dump, err)
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// AllNotes are the ruleset's notes and, for a lazy read, those of the
+// chains parsed since, by line (each once).
+func (rs *Ruleset) AllNotes() []Note {
+	var late []Note
+	for _, st := range rs.lazy {
+		st.mu.Lock()
+		late = append(late, st.notes...)
+		st.mu.Unlock()
+	}
+	if len(late) == 0 {
+		return rs.Notes
+	}
+	slices.SortStableFunc(late, func(a, b Note) int { return a.Line - b.Line })
+	late = slices.Compact(late)
+	return append(slices.Clip(rs.Notes), late...)
+}
+
+// reparser parses kept lines outside their chain's first use (a check
+// that reads every chain), with one parser for all the chains of a table.
+type reparser struct {
+	p     *dumpParser
+	state *lazyState
+}
+
+func (rp *reparser) parser(l *lazyChain) *dumpParser {
+	if rp.p == nil || rp.state != l.state || rp.p.table != l.table {
+		rp.flush()
+		rp.p, rp.state = l.state.parser(l.table, l.tableLine), l.state
+	}
+	return rp.p
+}
+
+// flush hands the notes of the lines parsed so far to their read.
+func (rp *reparser) flush() {
+	if rp.p != nil {
+		rp.state.addNotes(rp.p.rs.Notes)
+		rp.p.rs.Notes = nil
+	}
+}
+
+// targets calls f with the target of each of the chain's rules ("" for
+// none). A lazily read chain's lines are not parsed for it where the
+// target can be read off the line for certain.
+func (c *Chain) targets(rp *reparser, f func(string)) {
+	l := c.lazy
+	if l == nil {
+		for _, r := range c.rules {
+			f(r.Target)
+		}
+		return
+	}
+	for _, ln := range l.lines {
+		if t, ok := plainTarget(ln.text[ln.col:]); ok {
+			f(t)
+			continue
+		}
+		r, err := rp.parser(l).ruleOf(ln, c.Name)
+		if err != nil {
+			l.state.fail(err)
+			continue
+		}
+		f(r.Target)
+	}
+}
+
+// plainTarget reads the target off a rule line (from its -A) when that is
+// certain: the word after the last " -j " or " -g ", with no quote, escape
+// or tab after it; or "" for a line with no quote, tab, -j, -g, --jump or
+// --goto at all.
+func plainTarget(line string) (string, bool) {
+	for i := len(line) - 4; i >= 0; i-- {
+		switch line[i+3] {
+		case '"', '\\', '\'', '\t':
+			return "", false
+		case ' ':
+			if line[i] != ' ' || line[i+1] != '-' || (line[i+2] != 'j' && line[i+2] != 'g') {
+				continue
+			}
+			name, _, _ := strings.Cut(line[i+4:], " ")
+			if name == "" || name[0] == '-' || name[0] == '!' {
+				return "", false
+			}
+			return name, true
+		}
+	}
+	if strings.Contains(line, "--jump") || strings.Contains(line, "--goto") || strings.ContainsAny(line[:min(3, len(line))], "\t\"'") {
+		return "", false
+	}
+	return "", true
+}
+
+// rulesMentioning are the chain's rules whose line passes pred, a
+// necessary condition for what the caller looks for: a lazily read chain
+// parses only those lines for it (and keeps none of them).
+func (c *Chain) rulesMentioning(rp *reparser, pred func(line string) bool) []*Rule {
+	l := c.lazy
+	if l == nil {
+		return c.rules
+	}
+	var out []*Rule
+	for _, ln := range l.lines {
+		if !pred(ln.text) {
+			continue
+		}
+		r, err := rp.parser(l).ruleOf(ln, c.Name)
+		if err != nil {
+			l.state.fail(err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}

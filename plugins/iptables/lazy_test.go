@@ -1,0 +1,231 @@
+package iptables
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/snapshot/snapshottest"
+)
+
+// lazyInputs are the dumps a lazy read is compared on: every parse fixture
+// and a generated node.
+func lazyInputs(t *testing.T) map[string]string {
+	in := map[string]string{"generated": snapshottest.IPTablesSave(40, 3)}
+	for _, path := range ptFixtures(t) {
+		in[path] = string(ptRead(t, path))
+	}
+	return in
+}
+
+// TestLazySameAnswers: what a narrowed analysis asks of a lazy read
+// (frontends, inferred settings, text checks, every chain's rules, notes)
+// is what a full read gives.
+func TestLazySameAnswers(t *testing.T) {
+	lazyReads := 0
+	for name, text := range lazyInputs(t) {
+		full, err := ParseString(name, text, ParseOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		opts := ParseOptions{Family: full.Family}
+		lazy, err := parseLazy(name, text, opts)
+		if err != nil {
+			t.Fatalf("%s: lazy: %v", name, err)
+		}
+		if len(lazy.lazy) > 0 {
+			lazyReads++
+		}
+		if !reflect.DeepEqual(discover(lazy), discover(full)) {
+			t.Errorf("%s: frontends differ", name)
+		}
+		if got, want := Infer(lazy), Infer(full); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: inferred %+v, want %+v", name, got, want)
+		}
+		for _, mode := range []string{"", "ipvs"} {
+			if got, want := TextChecks(lazy, "n", mode), TextChecks(full, "n", mode); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: checks (mode %q) differ:\n got %+v\nwant %+v", name, mode, got, want)
+			}
+		}
+		if !slices.Equal(lazy.TableOrder, full.TableOrder) {
+			t.Fatalf("%s: tables %v, want %v", name, lazy.TableOrder, full.TableOrder)
+		}
+		for _, tname := range full.TableOrder {
+			lt, ft := lazy.Tables[tname], full.Tables[tname]
+			if !slices.Equal(lt.ChainOrder, ft.ChainOrder) {
+				t.Errorf("%s: table %s chains differ", name, tname)
+				continue
+			}
+			for _, cname := range ft.ChainOrder {
+				lc, fc := lt.Chains[cname], ft.Chains[cname]
+				if lc.Len() != fc.Len() || lc.Line != fc.Line || lc.Policy != fc.Policy {
+					t.Errorf("%s: %s/%s: %d rules, line %d, policy %q; want %d, %d, %q", name, tname, cname,
+						lc.Len(), lc.Line, lc.Policy, fc.Len(), fc.Line, fc.Policy)
+				}
+				if !reflect.DeepEqual(lc.Rules(), fc.Rules()) {
+					t.Errorf("%s: %s/%s: rules differ", name, tname, cname)
+				}
+			}
+		}
+		if err := lazy.Err(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		byLine := func(n []Note) []Note {
+			n = slices.Clone(n)
+			slices.SortStableFunc(n, func(a, b Note) int { return a.Line - b.Line })
+			return n
+		}
+		if got, want := byLine(lazy.AllNotes()), byLine(full.Notes); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: notes\n got %v\nwant %v", name, got, want)
+		}
+	}
+	if lazyReads < 2 {
+		t.Errorf("only %d inputs were read lazily", lazyReads)
+	}
+}
+
+const lazyBroken = `*nat
+:PREROUTING ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:KUBE-SERVICES - [0:0]
+:KUBE-SVC-A - [0:0]
+:KUBE-SVC-B - [0:0]
+-A PREROUTING -j KUBE-SERVICES
+-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-A
+-A KUBE-SERVICES -d 10.96.0.2/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-B
+-A KUBE-SVC-A -j DNAT --to-destination 10.244.1.1:80
+-A KUBE-SVC-B -p tcp --bogus-option 1 -j DNAT --to-destination 10.244.1.2:80
+COMMIT
+`
+
+// TestLazyErrors: a fault in a chain no one used is not seen; the first use
+// of the chain finds it, with the position a full read gives; faults a
+// lazy read can see at once are refused at once.
+func TestLazyErrors(t *testing.T) {
+	_, want := ParseString("broken", lazyBroken, ParseOptions{Family: "IPv4"})
+	if want == nil {
+		t.Fatal("the full read accepted the broken rule")
+	}
+	rs, err := parseLazy("broken", lazyBroken, ParseOptions{Family: "IPv4"})
+	if err != nil {
+		t.Fatalf("lazy read: %v", err)
+	}
+	if len(rs.Chain("nat", "KUBE-SVC-A").Rules()) != 1 || rs.Err() != nil {
+		t.Fatalf("KUBE-SVC-A: %v", rs.Err())
+	}
+	if got := rs.Chain("nat", "KUBE-SVC-B").Rules(); len(got) != 0 {
+		t.Errorf("KUBE-SVC-B kept %d rules", len(got))
+	}
+	var pe *ParseError
+	if err := rs.Err(); !errors.As(err, &pe) || err.Error() != want.Error() || pe.Line != 11 {
+		t.Errorf("Err() = %v, want %v", err, want)
+	}
+
+	missing := strings.Replace(lazyBroken, "-p tcp --bogus-option 1 -j DNAT --to-destination 10.244.1.2:80", "-j KUBE-SEP-GONE", 1)
+	_, want = ParseString("missing", missing, ParseOptions{Family: "IPv4"})
+	rs, err = parseLazy("missing", missing, ParseOptions{Family: "IPv4"})
+	if err != nil || want == nil {
+		t.Fatalf("lazy %v, full %v", err, want)
+	}
+	rs.Chain("nat", "KUBE-SVC-B").Rules()
+	if err := rs.Err(); err == nil || err.Error() != want.Error() {
+		t.Errorf("jump to a missing chain: %v, want %v", err, want)
+	}
+
+	for name, text := range map[string]string{
+		"truncated":     strings.TrimSuffix(strings.Replace(lazyBroken, "--bogus-option 1 ", "", 1), "COMMIT\n"),
+		"chainless":     "*nat\n:PREROUTING ACCEPT [0:0]\n-A\nCOMMIT\n",
+		"quoted chain":  "*nat\n:PREROUTING ACCEPT [0:0]\n-A \"PREROUTING -j ACCEPT\nCOMMIT\n",
+		"outside table": "*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n-A PREROUTING -j ACCEPT\nCOMMIT\n",
+	} {
+		_, want := ParseString(name, text, ParseOptions{Family: "IPv4"})
+		_, err := parseLazy(name, text, ParseOptions{Family: "IPv4"})
+		if want == nil || err == nil || err.Error() != want.Error() {
+			t.Errorf("%s: lazy read: %v, want %v", name, err, want)
+		}
+	}
+}
+
+// TestLazyShortcuts: the target and source address read off a line without
+// parsing it are the parsed rule's, or the line is left to the parser.
+func TestLazyShortcuts(t *testing.T) {
+	lines := []string{
+		`-A KUBE-SVC-X ! -s 10.244.0.0/16 -d 10.96.0.1/32 -p tcp -m comment --comment "ns/a:http cluster IP" -m tcp --dport 80 -j KUBE-MARK-MASQ`,
+		`-A KUBE-SVC-X -m comment --comment "ns/a:http -> 10.244.1.2:80" -m statistic --mode random --probability 0.5 -j KUBE-SEP-Y`,
+		`-A KUBE-SEP-Y -s 10.244.1.2/32 -m comment --comment ns/a:http -j KUBE-MARK-MASQ`,
+		`-A KUBE-SEP-Y -p tcp -m tcp -j DNAT --to-destination 10.244.1.2:80`,
+		`-A KUBE-EXT-X -s 10.244.0.0/16 -m comment --comment "pod traffic for ns/a:http external destinations" -j KUBE-SVC-X`,
+		`-A KUBE-X -m comment --comment "a -j KUBE-SVC-FAKE here" -j RETURN`,
+		`-A KUBE-X -m comment --comment "a -s 10.0.0.0/8 here" -j RETURN`,
+		`-A KUBE-X -m comment --comment "no target -j KUBE-SVC-FAKE"`,
+		`-A KUBE-X -g KUBE-SVC-X`,
+		`-A KUBE-X --jump KUBE-SVC-X`,
+		`-A KUBE-X --source 10.1.0.0/16 -m addrtype --src-type LOCAL -j ACCEPT`,
+		`-A KUBE-X -m addrtype --src-type LOCAL -j ACCEPT`,
+		`-A KUBE-X -p tcp -m multiport --sports 80,443 -j ACCEPT`,
+		`-A KUBE-X -m comment --comment "quoted at the end -j"`,
+		`-A KUBE-X`,
+	}
+	p := &dumpParser{src: "t", family: famIPv4, familyB: "test", rs: &Ruleset{}, table: &Table{Name: "filter", Chains: map[string]*Chain{}}}
+	for _, line := range lines {
+		toks, err := p.tokenize(line, 0, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		r := &Rule{Raw: line}
+		if err := p.parseRule(r, line, 1, toks[2:]); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if target, ok := plainTarget(line); ok && target != r.Target {
+			t.Errorf("%s: target %q read off the line, parsed %q", line, target, r.Target)
+		}
+		addr, found, certain := sourceText(line)
+		if !certain {
+			continue
+		}
+		switch {
+		case found != (r.Source != nil):
+			t.Errorf("%s: source found %v, parsed %+v", line, found, r.Source)
+		case found:
+			if got := fmt.Sprint(netip.MustParsePrefix(addr)); got != r.Source.Prefix.String() {
+				t.Errorf("%s: source %s read off the line, parsed %s", line, got, r.Source.Prefix)
+			}
+		}
+	}
+	for line, certain := range map[string]bool{lines[0]: true, lines[1]: true, lines[5]: true, lines[7]: false, lines[9]: false} {
+		if _, ok := plainTarget(line); ok != certain {
+			t.Errorf("%s: target certain %v, want %v", line, ok, certain)
+		}
+	}
+	if _, _, certain := sourceText(`-A KUBE-X -s 10.1.0.0/16 -s 10.2.0.0/16 -j ACCEPT`); certain {
+		t.Errorf("two sources read as certain")
+	}
+}
+
+// TestLazyConcurrentWalks: observing a lazy read walks frontends on every
+// CPU, each parsing the chains it enters first; the table is the full
+// read's (run with -race).
+func TestLazyConcurrentWalks(t *testing.T) {
+	text := snapshottest.IPTablesSave(60, 4)
+	full, err := ParseString("gen", text, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := dataplane.ObserveInput{Node: "n", Family: "IPv4",
+		NodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
+	want := dataplane.Observe(&Plane{Rules: full}, in)
+	for range 3 {
+		lazy, err := parseLazy("gen", text, ParseOptions{Family: "IPv4"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dataplane.Observe(&Plane{Rules: lazy}, in); !reflect.DeepEqual(got, want) {
+			t.Fatal("a lazy read observes another table than a full read")
+		}
+	}
+}
