@@ -86,3 +86,36 @@ func benchmarkObserve(b *testing.B, services, endpoints int) {
 
 func BenchmarkObserve1k(b *testing.B)  { benchmarkObserve(b, 1000, 10) }
 func BenchmarkObserve10k(b *testing.B) { benchmarkObserve(b, 10000, 10) }
+
+// benchmarkNarrow is a narrow read and what an analysis of one Service
+// reads of it before its walks: frontends, settings, checks.
+func benchmarkNarrow(b *testing.B, services, endpoints int) {
+	node := nodeWith(snapshottest.NFTablesJSON(services, endpoints))
+	b.ReportAllocs()
+	for b.Loop() {
+		pl, err := Loader{}.LoadNarrow(node, "IPv4")
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := pl.(*Plane)
+		if len(p.Frontends()) != services {
+			b.Fatal("frontends missing")
+		}
+		p.Infer()
+		p.Checks("node1", "nftables")
+	}
+}
+
+func BenchmarkNarrow1k(b *testing.B)  { benchmarkNarrow(b, 1000, 10) }
+func BenchmarkNarrow10k(b *testing.B) { benchmarkNarrow(b, 10000, 10) }
+
+// BenchmarkScan10k is the narrow read's split of a 10k-Service document.
+func BenchmarkScan10k(b *testing.B) {
+	data := []byte(snapshottest.NFTablesJSON(10000, 10))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, ok := scanDocument(data); !ok {
+			b.Fatal("scan gave up")
+		}
+	}
+}

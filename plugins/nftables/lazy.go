@@ -57,6 +57,8 @@ type lazyDoc struct {
 	tables map[string]*Table
 	// wrap says which node and dump an error is in.
 	wrap func(error) error
+	// last is the table of the rule read last (while scanning).
+	last *Table
 
 	mu    sync.Mutex
 	err   error
@@ -103,7 +105,7 @@ func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 		case e.kind == "chain" && e.plain && !e.other:
 			// What p.chain does with a body of family, table, name and
 			// handle only.
-			c, _ := p.tableFor(e.family, e.table).chainNamed(e.name)
+			c, _ := p.tableFor(e.family, e.table).chainNamed(string(data[e.nameStart:e.nameEnd]))
 			c.Handle = e.handle
 			c.Type, c.Hook, c.Policy, c.Comment = "", "", "", ""
 			continue
@@ -134,11 +136,14 @@ func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 // nil when the rule must be decoded now: its chain is not declared yet
 // (decoding declares it, with a note) or holds rules decoded already.
 func (doc *lazyDoc) chainOf(p *parser, e *rawElem) *Chain {
-	t := p.tables[e.family+" "+e.table]
-	if t == nil {
-		return nil
+	t := doc.last
+	if t == nil || t.Family != e.family || t.Name != e.table {
+		if t = p.tables[e.family+" "+e.table]; t == nil {
+			return nil
+		}
+		doc.last = t
 	}
-	c := t.chains[e.name]
+	c := t.chains[string(doc.data[e.nameStart:e.nameEnd])]
 	if c == nil || c.lazy == nil && len(c.Rules) > 0 {
 		return nil
 	}

@@ -72,9 +72,11 @@ type rawElem struct {
 	// fields are what the scan read of a rule's or chain's body (see
 	// scanBody); plain says the body holds them, each once, as plain
 	// strings, and nothing the scan could not read.
-	family, table, name string
-	handle              int
-	plain               bool
+	family, table string
+	// nameStart and nameEnd are where the name is in the document.
+	nameStart, nameEnd int
+	handle             int
+	plain              bool
 	// other: a chain's body has keys besides family, table, name and
 	// handle (a base chain's hook, a comment): it is decoded in full.
 	other bool
@@ -90,6 +92,23 @@ type scanner struct {
 	pos  int
 	// stack holds the open brackets of the value being skipped.
 	stack []byte
+	// recent are strings made lately, given again for the same bytes
+	// (kinds, families, tables, a chain's name in its rules).
+	recent [8]string
+	next   int
+}
+
+// intern is string(b), one made lately when there is one.
+func (s *scanner) intern(b []byte) string {
+	for _, r := range s.recent {
+		if r == string(b) {
+			return r
+		}
+	}
+	r := string(b)
+	s.recent[s.next] = r
+	s.next = (s.next + 1) % len(s.recent)
+	return r
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -125,32 +144,33 @@ func (s *scanner) str() ([]byte, bool, bool) {
 		return nil, false, false
 	}
 	start := s.pos + 1
-	end, ok := stringEnd(s.data, start)
+	end, esc, ok := stringEnd(s.data, start)
 	if !ok {
 		return nil, false, false
 	}
 	s.pos = end + 1
-	text := s.data[start:end]
-	return text, bytes.IndexByte(text, '\\') >= 0, true
+	return s.data[start:end], esc, true
 }
 
-// stringEnd finds the closing quote of a string whose text starts at i.
-func stringEnd(d []byte, i int) (int, bool) {
-	for {
-		j := bytes.IndexByte(d[i:], '"')
-		if j < 0 {
-			return 0, false
+// stringEnd finds the closing quote of a string whose text starts at i,
+// and whether the text has an escape. (nft's strings are short: a loop
+// beats a search.)
+func stringEnd(d []byte, i int) (int, bool, bool) {
+	esc := false
+	for i < len(d) {
+		for i < len(d) && !stringStop[d[i]] {
+			i++
 		}
-		j += i
-		n := 0
-		for k := j - 1; k >= i && d[k] == '\\'; k-- {
-			n++
+		if i == len(d) {
+			break
 		}
-		if n%2 == 0 {
-			return j, true
+		if d[i] == '"' {
+			return i, esc, true
 		}
-		i = j + 1
+		esc = true
+		i += 2
 	}
+	return 0, false, false
 }
 
 // skip passes one value, collecting the marks of its strings when marks
@@ -159,33 +179,53 @@ func stringEnd(d []byte, i int) (int, bool) {
 func (s *scanner) skip(marks *ruleMarks) bool {
 	d := s.data
 	s.ws()
-	start := s.pos
+	i := s.pos
+	if i >= len(d) {
+		return false
+	}
+	switch d[i] {
+	case '{', '[':
+	case '"':
+		end, esc, ok := stringEnd(d, i+1)
+		if !ok {
+			return false
+		}
+		if marks != nil {
+			*marks |= markOf(d[i+1:end], esc)
+		}
+		s.pos = end + 1
+		return true
+	default:
+		// A scalar (null, 17): up to what follows it.
+		j := i
+		for j < len(d) && !scalarEnd[d[j]] {
+			j++
+		}
+		s.pos = j
+		return j > i
+	}
 	stack := s.stack[:0]
-	for i := s.pos; i < len(d); i++ {
+	for ; i < len(d); i++ {
+		for i < len(d) && !structural[d[i]] {
+			i++
+		}
+		if i == len(d) {
+			break
+		}
 		switch c := d[i]; c {
 		case '"':
-			end, ok := stringEnd(d, i+1)
+			end, esc, ok := stringEnd(d, i+1)
 			if !ok {
 				return false
 			}
 			if marks != nil {
-				text := d[i+1 : end]
-				*marks |= markOf(text, bytes.IndexByte(text, '\\') >= 0)
+				*marks |= markOf(d[i+1:end], esc)
 			}
 			i = end
-			if len(stack) == 0 {
-				s.pos = i + 1
-				return true
-			}
 		case '{', '[':
 			stack = append(stack, c)
-		case '}', ']':
-			if len(stack) == 0 {
-				// The end of a scalar at the top (null, 17).
-				s.pos = i
-				return i > start
-			}
-			if open := stack[len(stack)-1]; open != c-2 {
+		default: // '}', ']'
+			if len(stack) == 0 || stack[len(stack)-1] != c-2 {
 				return false // '{'+2 is '}', '['+2 is ']'
 			}
 			stack = stack[:len(stack)-1]
@@ -193,24 +233,19 @@ func (s *scanner) skip(marks *ruleMarks) bool {
 				s.stack, s.pos = stack, i+1
 				return true
 			}
-		case ',':
-			if len(stack) == 0 {
-				s.pos = i
-				return i > start
-			}
-		default:
-			if len(stack) == 0 && isSpace(c) {
-				s.pos = i
-				return true
-			}
 		}
 	}
-	if len(stack) == 0 && len(d) > s.pos {
-		s.pos = len(d)
-		return true
-	}
+	s.stack = stack
 	return false
 }
+
+// structural are the bytes skip stops at in a container, stringStop those
+// stringEnd stops at, scalarEnd those that end a scalar.
+var (
+	structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+	stringStop = [256]bool{'"': true, '\\': true}
+	scalarEnd  = [256]bool{',': true, '}': true, ']': true, ' ': true, '\t': true, '\n': true, '\r': true}
+)
 
 // scanDocument splits data into the elements of its "nftables" array; ok
 // is false when the scan is not certain of the document (malformed, or
@@ -255,7 +290,8 @@ func scanDocument(data []byte) ([]rawElem, bool) {
 // array reads the elements of the "nftables" array.
 func (s *scanner) array() ([]rawElem, bool) {
 	s.pos++ // '['
-	elems := make([]rawElem, 0, 1024)
+	// nft writes an element in some hundred bytes, or more.
+	elems := make([]rawElem, 0, len(s.data)/256+16)
 	if s.expect(']') {
 		return elems, true
 	}
@@ -289,7 +325,7 @@ func (s *scanner) element() (rawElem, bool) {
 	}
 	kind := ""
 	if !esc {
-		kind = string(key)
+		kind = s.intern(key)
 	}
 	s.ws()
 	switch kind {
@@ -386,11 +422,12 @@ func (s *scanner) body(e *rawElem, kind string) bool {
 			}
 			switch field {
 			case 0:
-				e.family = string(v)
+				e.family = s.intern(v)
 			case 1:
-				e.table = string(v)
+				e.table = s.intern(v)
 			case 2:
-				e.name = string(v)
+				e.nameStart = s.pos - 1 - len(v)
+				e.nameEnd = s.pos - 1
 			}
 		default:
 			if !s.skip(&e.marks) {
