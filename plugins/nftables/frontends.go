@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -29,9 +30,13 @@ func (p *Plane) discover() ([]behavior.Frontend, []string) {
 	if t == nil {
 		return nil, nil
 	}
-	var out []behavior.Frontend
+	n := 0
+	for _, s := range t.Sets {
+		n += len(s.Elements)
+	}
+	out := make([]behavior.Frontend, 0, n)
 	var notes, ambiguous []string
-	seen := map[behavior.Key]int{}
+	seen := make(map[behavior.Key]int, n)
 	add := func(k behavior.Key, svc string) {
 		if i, ok := seen[k]; ok {
 			if out[i].Service == "" {
@@ -42,17 +47,19 @@ func (p *Plane) discover() ([]behavior.Frontend, []string) {
 		seen[k] = len(out)
 		out = append(out, behavior.Frontend{Key: k, Service: svc})
 	}
-	clusterIPs := map[string]bool{}
+	clusterIPs := map[netip.Addr]bool{}
 	if s := t.Set(setClusterIPs); s != nil {
+		clusterIPs = make(map[netip.Addr]bool, len(s.Elements))
 		for _, el := range s.Elements {
 			if a, ok := litAddr(el.Key); ok {
-				clusterIPs[a.String()] = true
+				clusterIPs[a] = true
 			}
 		}
 	}
 	type addrPort struct {
-		ip, proto string
-		port      int32
+		ip    netip.Addr
+		proto string
+		port  int32
 	}
 	firewalled := map[addrPort]bool{}
 	if s := t.Set(mapFirewallIPs); s != nil {
@@ -68,12 +75,13 @@ func (p *Plane) discover() ([]behavior.Frontend, []string) {
 			continue
 		}
 		for _, el := range s.Elements {
-			ip, proto, port, ok := ipProtoPort(el.Key)
+			a, proto, port, ok := ipProtoPort(el.Key)
 			if !ok {
 				notes = append(notes, fmt.Sprintf("%s: element %s of %s is not address . protocol . port; skipped", t.ID(), el, name))
 				continue
 			}
-			kind, sure := frontendKind(el, name, clusterIPs[ip], firewalled[addrPort{ip, proto, port}])
+			ip := a.String()
+			kind, sure := frontendKind(el, name, clusterIPs[a], firewalled[addrPort{a, proto, port}])
 			if !sure {
 				ambiguous = append(ambiguous, fmt.Sprintf("%s:%d/%s", ip, port, proto))
 			}
@@ -162,17 +170,17 @@ func serviceOf(el *Element) string {
 	return ""
 }
 
-func ipProtoPort(e Expr) (string, string, int32, bool) {
+func ipProtoPort(e Expr) (netip.Addr, string, int32, bool) {
 	c, ok := e.(*Concat)
 	if !ok || len(c.Parts) != 3 {
-		return "", "", 0, false
+		return netip.Addr{}, "", 0, false
 	}
 	a, ok := litAddr(c.Parts[0])
 	if !ok {
-		return "", "", 0, false
+		return netip.Addr{}, "", 0, false
 	}
 	proto, port, ok := protoPort(c.Parts[1], c.Parts[2])
-	return a.String(), proto, port, ok
+	return a, proto, port, ok
 }
 
 func protoPort(pe, ne Expr) (string, int32, bool) {

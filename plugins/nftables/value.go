@@ -80,12 +80,14 @@ func (v value) key() (string, bool) {
 // buildIndex files elements with exact keys under their canonical form,
 // read with the set's key type; the rest are matched one by one.
 func (s *Set) buildIndex() {
-	s.index = map[string]*Element{}
+	s.index = make(map[string]*Element, len(s.Elements))
 	s.ranged = nil
+	var buf []byte
 	for _, el := range s.Elements {
-		if k, ok := elemKey(el.Key, s.KeyType); ok {
-			if _, dup := s.index[k]; !dup {
-				s.index[k] = el
+		var ok bool
+		if buf, ok = elemKey(buf[:0], el.Key, s.KeyType); ok {
+			if _, dup := s.index[string(buf)]; !dup {
+				s.index[string(buf)] = el
 			}
 			continue
 		}
@@ -108,54 +110,57 @@ func (s *Set) find(v value) *Element {
 	return nil
 }
 
-func elemKey(e Expr, types []string) (string, bool) {
+// elemKey is the key value.key gives the values an element with exact
+// key parts matches, made in buf (reused between calls).
+func elemKey(buf []byte, e Expr, types []string) ([]byte, bool) {
 	if c, ok := e.(*Concat); ok {
 		if len(c.Parts) != len(types) {
-			return "", false
+			return buf, false
 		}
-		parts := make([]string, len(types))
 		for i, p := range c.Parts {
-			k, ok := atomKey(p, types[i])
-			if !ok {
-				return "", false
+			if i > 0 {
+				buf = append(buf, 0)
 			}
-			parts[i] = k
+			var ok bool
+			if buf, ok = appendAtomKey(buf, p, types[i]); !ok {
+				return buf, false
+			}
 		}
-		return strings.Join(parts, "\x00"), true
+		return buf, true
 	}
 	if len(types) != 1 {
-		return "", false
+		return buf, false
 	}
-	return atomKey(e, types[0])
+	return appendAtomKey(buf, e, types[0])
 }
 
-func atomKey(e Expr, typ string) (string, bool) {
+func appendAtomKey(buf []byte, e Expr, typ string) ([]byte, bool) {
 	if p, ok := e.(*Prefix); ok {
 		a, ok := litAddr(p.Addr)
 		if !ok || p.Len != a.BitLen() {
-			return "", false
+			return buf, false
 		}
-		return "a" + a.String(), true
+		return a.AppendTo(append(buf, 'a')), true
 	}
 	lit, ok := e.(*Literal)
 	if !ok {
-		return "", false
+		return buf, false
 	}
 	switch typ {
 	case "ipv4_addr", "ipv6_addr":
 		if a, ok := litAddr(lit); ok {
-			return "a" + a.String(), true
+			return a.AppendTo(append(buf, 'a')), true
 		}
 	case "inet_proto", "inet_service", "mark", "integer", "nf_proto", "ct_state", "ct_status":
 		if n, ok := litInt(lit.Text); ok {
-			return "n" + strconv.FormatUint(n, 10), true
+			return strconv.AppendUint(append(buf, 'n'), n, 10), true
 		}
 	case "ifname":
 		if !strings.HasSuffix(lit.Text, "*") {
-			return "s" + lit.Text, true
+			return append(append(buf, 's'), lit.Text...), true
 		}
 	}
-	return "", false
+	return buf, false
 }
 
 // matchAtom reports whether v is matched by a literal, prefix, range or
