@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
@@ -26,7 +27,9 @@ func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane
 		if d.Collector != snapshot.CollectorNFTJSON {
 			continue
 		}
-		rs, doc, err := parseNarrow(dataplane.Origin(ns.Name, d), []byte(d.Text))
+		// The dump's text is only read, never written: no copy of it.
+		text := unsafe.Slice(unsafe.StringData(d.Text), len(d.Text))
+		rs, doc, err := parseNarrow(dataplane.Origin(ns.Name, d), text)
 		if err != nil {
 			return nil, dataplane.NewDumpError(ns.Name, d, 0, 0, "", err)
 		}
@@ -115,12 +118,12 @@ func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 			item, err = decodeRaw(data[e.start:e.end])
 		}
 		if err != nil {
-			return nil, nil, jsonErrorAt(source, data, int64(e.start), err)
+			return nil, nil, fullError(source, data, jsonErrorAt(source, data, int64(e.start), err))
 		}
 		err = p.object(item, fmt.Sprintf("nftables[%d]", i))
 		p.elems = nil
 		if err != nil {
-			return nil, nil, fmt.Errorf("nftables: %s: %w", source, err)
+			return nil, nil, fullError(source, data, fmt.Errorf("nftables: %s: %w", source, err))
 		}
 	}
 	for _, t := range p.rs.Tables {
@@ -130,6 +133,15 @@ func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 	}
 	doc.tables = p.tables
 	return p.rs, doc, nil
+}
+
+// fullError is the error Parse finds in data, which may be in a rule
+// before the element the scan found err in; err if Parse finds none.
+func fullError(source string, data []byte, err error) error {
+	if _, perr := Parse(source, data); perr != nil {
+		return perr
+	}
+	return err
 }
 
 // chainOf files a rule under its chain, undecoded, and returns the chain;

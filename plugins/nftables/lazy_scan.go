@@ -1,7 +1,6 @@
 package nftables
 
 import (
-	"bytes"
 	"strconv"
 )
 
@@ -402,23 +401,26 @@ func (s *scanner) body(e *rawElem, kind string) bool {
 			}
 		case field == 3:
 			seen[3] = true
+			s.ws()
 			start := s.pos
 			if !s.skip(nil) {
 				return false
 			}
-			h, err := strconv.Atoi(string(bytes.TrimSpace(s.data[start:s.pos])))
-			plain = plain && err == nil
+			h, ok := plainInt(s.data[start:s.pos])
+			plain = plain && ok
 			e.handle = h
 		case field >= 0:
 			seen[field] = true
-			v, vesc, ok := s.str()
-			if !ok || vesc {
+			s.ws()
+			start := s.pos
+			if !s.skip(nil) {
+				return false
+			}
+			v, ok := plainString(s.data[start:s.pos])
+			if !ok {
 				// Not a plain string: decoding tells.
 				plain = false
-				if !ok && !s.skip(nil) {
-					return false
-				}
-				continue
+				break
 			}
 			switch field {
 			case 0:
@@ -426,8 +428,7 @@ func (s *scanner) body(e *rawElem, kind string) bool {
 			case 1:
 				e.table = s.intern(v)
 			case 2:
-				e.nameStart = s.pos - 1 - len(v)
-				e.nameEnd = s.pos - 1
+				e.nameStart, e.nameEnd = s.pos-1-len(v), s.pos-1
 			}
 		default:
 			if !s.skip(&e.marks) {
@@ -480,4 +481,39 @@ func (s *scanner) setBody(e *rawElem) bool {
 			return false
 		}
 	}
+}
+
+// plainString is the text of a string token that decodes to its bytes:
+// no escapes, no control characters, nothing outside ASCII (the decoder
+// replaces invalid UTF-8).
+func plainString(tok []byte) ([]byte, bool) {
+	if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' {
+		return nil, false
+	}
+	text := tok[1 : len(tok)-1]
+	for _, c := range text {
+		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+			return nil, false
+		}
+	}
+	return text, true
+}
+
+// plainInt reads a number token that is an integer as JSON writes one
+// (no leading zero, fraction or exponent).
+func plainInt(tok []byte) (int, bool) {
+	digits := tok
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || digits[0] == '0' && len(digits) > 1 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(string(tok))
+	return n, err == nil
 }

@@ -80,17 +80,10 @@ func (r *elemReader) scalar() (*Literal, bool) {
 	}
 	d, start := r.s.data, r.s.pos
 	i := start
-	if i < len(d) && d[i] == '-' {
+	for i < len(d) && !scalarEnd[d[i]] {
 		i++
 	}
-	digits := i
-	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-		i++
-	}
-	if i == digits || d[digits] == '0' && i > digits+1 {
-		return nil, false // no digits, or a leading zero
-	}
-	if i < len(d) && (d[i] == '.' || d[i] == 'e' || d[i] == 'E') {
+	if _, ok := plainInt(d[start:i]); !ok {
 		return nil, false
 	}
 	r.s.pos = i

@@ -47,7 +47,37 @@ func narrowInputs(t *testing.T) map[string]string {
 	if len(in) < 5 {
 		t.Fatalf("only %d inputs", len(in))
 	}
+	for name, text := range variants(t, snapshottest.NFTablesJSON(20, 3)) {
+		in["synthetic 20x3, "+name] = text
+	}
 	return in
+}
+
+// variants are documents written in ways the narrow scan reads otherwise
+// (or gives up on): escapes where it reads names, an escape in a rule and
+// in a set, a rule before its chain's declaration, a chain with keys the
+// scan does not read.
+func variants(t *testing.T, good string) map[string]string {
+	t.Helper()
+	const lateRule = `{"rule": {"family": "ip", "table": "kube-proxy", "chain": "late-chain", "handle": 999, "expr": [{"counter": null}]}}`
+	const tableEnd = `"name": "kube-proxy", "handle": 3}}`
+	out := map[string]string{}
+	for name, r := range map[string][2]string{
+		"escaped chain of a rule": {`"chain": "services"`, `"chain": "serv\u0069ces"`},
+		"escaped comment":         {`"comment": "masquerade clusterIP traffic from outside cluster"`, `"comment": "masquerade clusterIP traffic\u0020from outside cluster"`},
+		"escaped set element":     {`"10.96.0.10"`, `"10.96.0.1\u0030"`},
+		"escaped kind":            {`{"table": {"family": "ip6"`, `{"t\u0061ble": {"family": "ip6"`},
+		"chain with a comment":    {`"name": "reject-chain", "handle": 43`, `"name": "reject-chain", "comment": "rejects", "handle": 43`},
+		"rule before its chain": {tableEnd, tableEnd + ", " + lateRule + `, {"chain": {"family": "ip", "table": "kube-proxy", "name": "late-chain", "handle": 998}}, ` +
+			strings.Replace(lateRule, "999", "1000", 1)},
+		"white space": {`"chain": "services", "handle": 77`, "\"chain\" :\n \"services\" ,\t\"handle\" : 77 "},
+	} {
+		if !strings.Contains(good, r[0]) {
+			t.Fatalf("variant %s: no %s", name, r[0])
+		}
+		out[name] = strings.Replace(good, r[0], r[1], 1)
+	}
+	return out
 }
 
 func nodeWith(text string) *snapshot.NodeState {
@@ -184,7 +214,9 @@ func TestLoadNarrowSameAnswers(t *testing.T) {
 			if whole == nil {
 				continue
 			}
-			if narrow.deferred == nil {
+			// An escape in a rule's chain or in an element's kind
+			// leaves the document to Parse.
+			if fallback := strings.HasSuffix(name, "escaped chain of a rule") || strings.HasSuffix(name, "escaped kind"); (narrow.deferred == nil) != fallback {
 				t.Errorf("%s: read in full, not narrowly", name)
 			}
 			sameAnswers(t, name+" "+fam, whole, narrow)
@@ -246,6 +278,9 @@ func TestLoadNarrowMalformed(t *testing.T) {
 		"rule missing chain": strings.Replace(good, `{"rule": {"family": "ip", "table": "kube-proxy", "chain": "services"`,
 			`{"rule": {"family": "ip", "table": "kube-proxy"`, 1),
 		"set bad element": strings.Replace(good, `"elem": ["10.96.0.10"`, `"elem": ["10.96.0.300"`, 1),
+		// A rule left for later has the first error; a set read at once
+		// the second: Load tells the first.
+		"two errors": lastReplaced(strings.Replace(good, `"mod": 2`, `"mod": 2x`, 1), `"policy": "accept"`, `"policy": acept`),
 	}
 	for name, text := range cases {
 		_, werr := Loader{}.Load(nodeWith(text), "IPv4")
@@ -306,4 +341,10 @@ func TestLoadNarrowLateError(t *testing.T) {
 			t.Errorf("error %v names no position", werr)
 		}
 	}
+}
+
+// lastReplaced replaces the last old in s.
+func lastReplaced(s, old, new string) string {
+	i := strings.LastIndex(s, old)
+	return s[:i] + new + s[i+len(old):]
 }
