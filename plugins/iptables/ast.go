@@ -138,6 +138,11 @@ type Rule struct {
 	// it: unknown match modules or targets, unknown options of known
 	// modules.
 	Unknown []string
+
+	// stat is the rule's first -m statistic match, dnat its DNAT target,
+	// read once.
+	stat statFact
+	dnat dnatFact
 }
 
 // AddrMatch is -s/-d with an optional negation.

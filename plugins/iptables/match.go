@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -173,29 +174,51 @@ func (w *Walker) module(s *state, r *Rule, m *Match) matchResult {
 }
 
 func statistic(s *state, r *Rule, m *Match) matchResult {
+	st := r.stat
+	if !st.set || &r.Matches[st.match] != m {
+		st = readStatistic(m)
+	}
+	if st.bad != "" {
+		s.note("%s: %s", r.Ref(), st.bad)
+		return noMatch
+	}
+	return matchResult{st.prob}
+}
+
+// statFact is what a -m statistic match gives a walk: its probability,
+// or why it cannot be read (bad). A rule keeps its first one, read when
+// it is parsed: walks of a large node evaluate such a rule millions of
+// times.
+type statFact struct {
+	prob  float64
+	bad   string
+	match int
+	set   bool
+}
+
+// readStatistic reads a -m statistic match.
+func readStatistic(m *Match) statFact {
 	mode, _ := m.Option("mode")
 	if len(mode.Args) > 0 && mode.Args[0] == "nth" {
 		every, ok := m.Option("every")
 		n, err := strconv.Atoi(strings.Join(every.Args, ""))
 		if !ok || err != nil || n <= 0 {
-			s.note("%s: statistic nth without a valid --every", r.Ref())
-			return noMatch
+			return statFact{bad: "statistic nth without a valid --every"}
 		}
-		return matchResult{1 / float64(n)}
+		return statFact{prob: 1 / float64(n)}
 	}
 	o, ok := m.Option("probability")
 	if !ok || len(o.Args) == 0 {
-		return hasMatch
+		return statFact{prob: 1}
 	}
 	v, err := strconv.ParseFloat(o.Args[0], 64)
 	if err != nil || v < 0 || v > 1 {
-		s.note("%s: statistic probability %q unreadable; assumed 0", r.Ref(), o.Args[0])
-		return noMatch
+		return statFact{bad: fmt.Sprintf("statistic probability %q unreadable; assumed 0", o.Args[0])}
 	}
 	if o.Negate {
 		v = 1 - v
 	}
-	return matchResult{v}
+	return statFact{prob: v}
 }
 
 // recent evaluates -m recent. --set always matches (and is recorded when
@@ -215,10 +238,11 @@ func (w *Walker) recent(s *state, m *Match) matchResult {
 	if o, ok := m.Option("seconds"); ok && len(o.Args) > 0 {
 		secs, _ = strconv.Atoi(o.Args[0])
 	}
-	if s.recentChecked == nil {
-		s.recentChecked = map[string]int{}
+	rare := s.setRare()
+	if rare.recentChecked == nil {
+		rare.recentChecked = map[string]int{}
 	}
-	s.recentChecked[name] = secs
+	rare.recentChecked[name] = secs
 	if w.env.Sticky[name] {
 		return hasMatch
 	}

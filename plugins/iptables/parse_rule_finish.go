@@ -50,9 +50,19 @@ func (rp *ruleParser) finish() {
 			}
 		}
 		r.Matches = ms
+		for k := range ms {
+			if ms[k].Module == "statistic" {
+				r.stat = readStatistic(&ms[k])
+				r.stat.match, r.stat.set = k, true
+				break
+			}
+		}
 	}
 	if rp.t1 > rp.t0 {
 		r.TargetOptions = opts[rp.t0:rp.t1:rp.t1]
+		if o, ok := r.TargetOption("to-destination"); ok && r.Target == "DNAT" && len(o.Args) > 0 {
+			r.dnat = readDNAT(o.Args[0])
+		}
 		if rp.tKnown {
 			rp.unknownOptions(rp.t0, rp.t1, "-j", r.Target)
 		} else {

@@ -19,40 +19,69 @@ type (
 	Env = dataplane.Env
 )
 
-// state is a packet in flight on one branch.
+// state is a packet in flight on one branch. A statistic rule forks it,
+// thousands of times on a large node: what few branches set is kept apart
+// (rare), so that a fork copies little.
 type state struct {
 	pkt  Packet
 	prob float64
 	// hops are the rules matched so far (with policies), as the branch
 	// will report them.
 	hops *hopList
-	opts dataplane.WalkOptions
-	mark uint32
+	opts *dataplane.WalkOptions
 	dnat string
 	// verdict set when the branch terminated.
-	verdict, reason, redirect, missing string
-	masq                               bool
-	recentSet                          []string
-	recentChecked                      map[string]int
-	notes                              dataplane.Notes
-	translated                         bool
+	verdict, reason  string
+	mark             uint32
+	masq, translated bool
 	// srcTests are the prefixes the source was tested against.
 	srcTests []netip.Prefix
+	rare     *rareState
+	// res holds the one result of a rule that leaves a single branch (see
+	// one): most rules do, and a walk applies thousands.
+	res [1]result
 }
 
-// clone forks a branch. Slices are shared clipped to their length, so
-// that an append on either branch copies instead of writing into the
-// other's.
+// rareState is what few branches set. Branches forked from one share it:
+// it is copied before a change (see setRare).
+type rareState struct {
+	redirect, missing string
+	// recentSet are the recent lists the branch adds its source to,
+	// recentChecked the ones it checked, with their --seconds.
+	recentSet     []string
+	recentChecked map[string]int
+	notes         dataplane.Notes
+}
+
+// setRare is the branch's own copy of its rare state, to change.
+func (s *state) setRare() *rareState {
+	r := &rareState{}
+	if s.rare != nil {
+		*r = *s.rare
+		r.recentSet, r.notes = slices.Clip(r.recentSet), slices.Clip(r.notes)
+		r.recentChecked = maps.Clone(r.recentChecked)
+	}
+	s.rare = r
+	return r
+}
+
+// one is the single result of applying a rule to s, without allocating:
+// the slice is s's own. A caller that keeps it while applying another rule
+// to s must copy it first (then and apply read it before they do).
+func (s *state) one(f flow) []result {
+	s.res[0] = result{st: s, flow: f}
+	return s.res[:1:1]
+}
+
+// clone forks a branch. srcTests is shared clipped to its length, so that
+// an append on either branch copies instead of writing into the other's.
 func (s *state) clone() *state {
-	s.recentSet = slices.Clip(s.recentSet)
-	s.notes = slices.Clip(s.notes)
 	s.srcTests = slices.Clip(s.srcTests)
 	c := *s
-	c.recentChecked = maps.Clone(s.recentChecked)
 	return &c
 }
 
-func (s *state) note(format string, args ...any) { s.notes.Add(format, args...) }
+func (s *state) note(format string, args ...any) { s.setRare().notes.Add(format, args...) }
 
 // addHop records a hop unless the walk wants none.
 func (s *state) addHop(h dataplane.Hop) {
@@ -127,7 +156,7 @@ func (w *Walker) Walk(p Packet) []dataplane.Branch {
 
 // WalkWith is Walk narrowed by o.
 func (w *Walker) WalkWith(p Packet, o dataplane.WalkOptions) []dataplane.Branch {
-	start := &state{pkt: p, prob: 1, opts: o}
+	start := &state{pkt: p, prob: 1, opts: &o}
 	var out []dataplane.Branch
 	w.runHooks(start, dataplane.EntryHooks(p.Entry), &out)
 	return out
@@ -177,14 +206,16 @@ func (w *Walker) runTables(s *state, hook string, tables []string, rest []datapl
 func (s *state) finish() dataplane.Branch {
 	b := dataplane.Branch{
 		Probability: s.prob, Verdict: dataplane.Verdict(s.verdict), Reason: s.reason,
-		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq,
-		SourcePrefixes: s.srcTests, Notes: s.notes, Hops: s.hops.slice(),
+		DNAT: s.dnat, Masquerade: s.masq, SourcePrefixes: s.srcTests, Hops: s.hops.slice(),
 	}
-	// ClientIP affinity: the branch adds its source to a recent list that
-	// an rcheck earlier on the path consults.
-	for _, set := range s.recentSet {
-		if secs, ok := s.recentChecked[set]; ok {
-			b.AffinitySeconds, b.AffinityKey = int32(secs), set
+	if r := s.rare; r != nil {
+		b.Redirect, b.Missing, b.Notes = r.redirect, r.missing, r.notes
+		// ClientIP affinity: the branch adds its source to a recent list
+		// that an rcheck earlier on the path consults.
+		for _, set := range r.recentSet {
+			if secs, ok := r.recentChecked[set]; ok {
+				b.AffinitySeconds, b.AffinityKey = int32(secs), set
+			}
 		}
 	}
 	return b
@@ -233,7 +264,7 @@ type result struct {
 func (w *Walker) evalChain(s *state, table string, c *Chain, depth int) []result {
 	if depth > 64 {
 		s.note("chain nesting deeper than 64 at %s/%s: walk stopped", table, c.Name)
-		return []result{{st: s, flow: flowStop}}
+		return s.one(flowStop)
 	}
 	rules := c.Rules()
 	if idx := c.index(); idx != nil {
@@ -243,6 +274,9 @@ func (w *Walker) evalChain(s *state, table string, c *Chain, depth int) []result
 }
 
 func (w *Walker) evalRules(s *state, table string, c *Chain, rules []*Rule, depth int) []result {
+	// done gathers the branches a statistic rule took; the branch that
+	// did not take it goes on down the chain.
+	var done []result
 	for i, r := range rules {
 		m := w.matches(s, r)
 		if m.prob == 0 {
@@ -255,18 +289,33 @@ func (w *Walker) evalRules(s *state, table string, c *Chain, rules []*Rule, dept
 			miss.prob *= 1 - m.prob
 			hit := s
 			hit.prob *= m.prob
-			hitRes := w.then(w.apply(hit, table, c, r, m.prob, depth), table, c, rules[i+1:], depth)
-			missRes := w.evalRules(miss, table, c, rules[i+1:], depth)
-			return append(hitRes, missRes...)
+			done = append(done, w.then(w.apply(hit, table, c, r, m.prob, depth), table, c, rules[i+1:], depth)...)
+			s = miss
+			continue
 		}
-		return w.then(w.apply(s, table, c, r, 0, depth), table, c, rules[i+1:], depth)
+		return withDone(done, w.then(w.apply(s, table, c, r, 0, depth), table, c, rules[i+1:], depth))
 	}
-	return []result{{st: s, flow: flowEnd}}
+	return withDone(done, s.one(flowEnd))
+}
+
+// withDone is the results of the branches done before, then res.
+func withDone(done, res []result) []result {
+	if done == nil {
+		return res
+	}
+	return append(done, res...)
 }
 
 // then continues the branches that a rule left running (a non-terminating
 // target, a returned jump) with the rest of the chain.
 func (w *Walker) then(res []result, table string, c *Chain, rest []*Rule, depth int) []result {
+	if len(res) == 1 {
+		// The common case, without a slice of its own.
+		if x := res[0]; x.flow == flowEnd {
+			return w.evalRules(x.st, table, c, rest, depth)
+		}
+		return res
+	}
 	var out []result
 	for _, x := range res {
 		if x.flow == flowEnd {
@@ -286,58 +335,70 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		if m.Module == "recent" {
 			if _, ok := m.Option("set"); ok {
 				if o, ok := m.Option("name"); ok && len(o.Args) > 0 {
-					s.recentSet = append(s.recentSet, o.Args[0])
+					rare := s.setRare()
+					rare.recentSet = append(rare.recentSet, o.Args[0])
 				}
 			}
 		}
 	}
 	switch r.Target {
 	case "":
-		return []result{{st: s, flow: flowEnd}}
+		return s.one(flowEnd)
 	case "ACCEPT":
-		return []result{{st: s, flow: flowStop}}
+		return s.one(flowStop)
 	case "DROP":
 		s.verdict, s.reason = string(dataplane.Drop), r.Comment()
-		return []result{{st: s, flow: flowVerdict}}
+		return s.one(flowVerdict)
 	case "REJECT":
 		s.verdict, s.reason = string(dataplane.Reject), r.Comment()
-		return []result{{st: s, flow: flowVerdict}}
+		return s.one(flowVerdict)
 	case "RETURN":
-		return []result{{st: s, flow: flowReturn}}
+		return s.one(flowReturn)
 	case "DNAT":
 		w.dnat(s, r)
 		if !s.opts.Keeps(netip.AddrPortFrom(s.pkt.Dst, s.pkt.DstPort)) {
 			return nil // another backend than the one asked about
 		}
-		return []result{{st: s, flow: flowStop}}
+		return s.one(flowStop)
 	case "REDIRECT":
 		o, _ := r.TargetOption("to-ports")
 		if len(o.Args) > 0 {
-			s.redirect = o.Args[0]
+			s.setRare().redirect = o.Args[0]
 		}
 		s.verdict = string(dataplane.Redirect)
-		return []result{{st: s, flow: flowVerdict}}
+		return s.one(flowVerdict)
 	case "MASQUERADE", "SNAT":
 		s.masq = true
-		return []result{{st: s, flow: flowStop}}
+		return s.one(flowStop)
 	case "MARK":
 		w.mark(s, r)
-		return []result{{st: s, flow: flowEnd}}
+		return s.one(flowEnd)
 	case "LOG", "NFLOG", "TRACE", "CONNMARK", "CT", "NOTRACK", "NFQUEUE", "AUDIT":
-		return []result{{st: s, flow: flowEnd}}
+		return s.one(flowEnd)
 	}
 	target := w.rs.Chain(table, r.Target)
 	if target == nil {
 		if strings.HasPrefix(r.Target, "KUBE-") {
 			// Only an excerpt can jump to a chain it does not hold (the
 			// kernel refuses such a rule): the branch ends there.
-			s.verdict, s.missing = string(dataplane.Missing), r.Target
-			return []result{{st: s, flow: flowVerdict}}
+			s.verdict, s.setRare().missing = string(dataplane.Missing), r.Target
+			return s.one(flowVerdict)
 		}
 		s.note("%s: target %s is neither a known target nor a chain of table %s; ignored", r.Ref(), r.Target, table)
-		return []result{{st: s, flow: flowEnd}}
+		return s.one(flowEnd)
 	}
 	res := w.evalChain(s, table, target, depth+1)
+	if len(res) == 1 {
+		// As below, in place: res is the branch's only result.
+		switch res[0].flow {
+		case flowEnd, flowReturn:
+			res[0].flow = flowEnd
+			if r.Goto {
+				res[0].flow = flowReturn
+			}
+		}
+		return res
+	}
 	var out []result
 	for _, x := range res {
 		switch x.flow {
@@ -356,27 +417,53 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 }
 
 func (w *Walker) dnat(s *state, r *Rule) {
-	o, ok := r.TargetOption("to-destination")
-	if !ok || len(o.Args) == 0 {
-		s.note("%s: DNAT without --to-destination", r.Ref())
-		return
+	d := r.dnat
+	if !d.set {
+		o, ok := r.TargetOption("to-destination")
+		if !ok || len(o.Args) == 0 {
+			s.note("%s: DNAT without --to-destination", r.Ref())
+			return
+		}
+		d = readDNAT(o.Args[0])
 	}
-	to := o.Args[0]
-	host, port := splitHostPort(to)
+	port := d.port
 	if port == "" {
 		port = strconv.Itoa(int(s.pkt.DstPort))
 	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		s.pkt.Dst = a
-		s.dnat = joinHostPort(a.String(), port)
-	} else {
-		s.dnat = to
-		s.note("%s: DNAT target %q is a range or not an address", r.Ref(), to)
+	switch {
+	case !d.addr.IsValid():
+		s.dnat = d.to
+		s.note("%s: DNAT target %q is a range or not an address", r.Ref(), d.to)
+	case d.port != "":
+		s.pkt.Dst, s.dnat = d.addr, d.joined
+	default:
+		s.pkt.Dst, s.dnat = d.addr, joinHostPort(d.addr.String(), port)
 	}
 	if pn, err := strconv.ParseUint(port, 10, 16); err == nil {
 		s.pkt.DstPort = uint16(pn)
 	}
 	s.translated = true
+}
+
+// dnatFact is a DNAT target's --to-destination, read once when the rule is
+// parsed: to as written, its address (invalid for a range or a name), its
+// port ("" for none: the packet's), and the two joined when both are set.
+type dnatFact struct {
+	to, port, joined string
+	addr             netip.Addr
+	set              bool
+}
+
+func readDNAT(to string) dnatFact {
+	host, port := splitHostPort(to)
+	d := dnatFact{to: to, port: port, set: true}
+	if a, err := netip.ParseAddr(host); err == nil {
+		d.addr = a
+		if port != "" {
+			d.joined = joinHostPort(a.String(), port)
+		}
+	}
+	return d
 }
 
 func (w *Walker) mark(s *state, r *Rule) {
@@ -404,7 +491,6 @@ func (w *Walker) mark(s *state, r *Rule) {
 	}
 }
 
-// splitHostPort splits "1.2.3.4:80", "[fd00::1]:80", "1.2.3.4".
 func splitHostPort(s string) (string, string) {
 	if strings.HasPrefix(s, "[") {
 		if i := strings.Index(s, "]"); i > 0 {
