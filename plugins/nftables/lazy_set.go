@@ -36,7 +36,29 @@ func plainElems(raw []byte, isMap bool) ([]*Element, bool) {
 	}
 }
 
-type elemReader struct{ s scanner }
+type elemReader struct {
+	s scanner
+	// short holds the literals of short texts ("tcp", 80), which most
+	// elements repeat: one literal serves them all (literals are never
+	// changed once read).
+	short map[string]*Literal
+}
+
+// literal is newLiteral(text, num), shared for short texts.
+func (r *elemReader) literal(text []byte, num bool) *Literal {
+	if len(text) > 6 {
+		return newLiteral(string(text), num)
+	}
+	if l := r.short[string(text)]; l != nil && l.Num == num {
+		return l
+	}
+	l := newLiteral(string(text), num)
+	if r.short == nil {
+		r.short = map[string]*Literal{}
+	}
+	r.short[l.Text] = l
+	return l
+}
 
 // element reads "10.96.0.10", 80, or [key, verdict] with a key of
 // scalars ("10.96.0.10" or {"concat": ["10.96.0.10", "tcp", 80]}).
@@ -72,11 +94,11 @@ func (r *elemReader) element(isMap bool) (*Element, bool) {
 // reads them.
 func (r *elemReader) scalar() (*Literal, bool) {
 	if r.s.peek() == '"' {
-		s, ok := r.plainString()
-		if !ok || len(s) > 0 && s[0] == '@' {
+		text, esc, ok := r.s.str()
+		if !ok || esc || !plainText(text) || len(text) > 0 && text[0] == '@' {
 			return nil, false
 		}
-		return newLiteral(s, false), true
+		return r.literal(text, false), true
 	}
 	d, start := r.s.data, r.s.pos
 	i := start
@@ -87,22 +109,27 @@ func (r *elemReader) scalar() (*Literal, bool) {
 		return nil, false
 	}
 	r.s.pos = i
-	return newLiteral(string(d[start:i]), true), true
+	return r.literal(d[start:i], true), true
 }
 
 // plainString reads a string of printable ASCII without escapes: its
 // bytes are its value.
 func (r *elemReader) plainString() (string, bool) {
 	text, esc, ok := r.s.str()
-	if !ok || esc {
+	if !ok || esc || !plainText(text) {
 		return "", false
 	}
+	return string(text), true
+}
+
+// plainText: printable ASCII only.
+func plainText(text []byte) bool {
 	for _, c := range text {
 		if c < 0x20 || c >= 0x80 {
-			return "", false
+			return false
 		}
 	}
-	return string(text), true
+	return true
 }
 
 // concat reads {"concat": [scalar, ...]}.

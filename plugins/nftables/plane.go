@@ -76,8 +76,8 @@ func (p *Plane) Notes() []string {
 			out = append(out, n.Text)
 		}
 	}
-	_, notes := p.listFrontends()
-	return append(out, notes...)
+	p.frontendsOnce.Do(func() { p.frontends, p.frontendNotes = p.discover() })
+	return append(out, p.frontendNotes...)
 }
 
 // baseChain is a base chain with its table.
