@@ -57,15 +57,20 @@ func SPNFromName(name string) (spn, proto string, ok bool) {
 	if i := strings.Index(base, "__"); i >= 0 {
 		base = base[:i]
 	}
-	parts := strings.Split(base, "/")
-	if len(parts) != 4 || parts[0] == "" || parts[1] == "" || strings.HasSuffix(base, "...") {
+	if strings.Count(base, "/") != 3 || strings.HasSuffix(base, "...") {
 		return "", "", false
 	}
-	spn = parts[0] + "/" + parts[1]
-	if parts[3] != "" {
-		spn += ":" + parts[3]
+	ns, rest, _ := strings.Cut(base, "/")
+	svc, rest, _ := strings.Cut(rest, "/")
+	proto, port, _ := strings.Cut(rest, "/")
+	if ns == "" || svc == "" {
+		return "", "", false
 	}
-	return spn, parts[2], true
+	spn = base[:len(ns)+1+len(svc)]
+	if port != "" {
+		spn += ":" + port
+	}
+	return spn, proto, true
 }
 
 // looksLikeSPN reports whether a comment is a ServicePortName.
