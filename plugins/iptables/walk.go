@@ -37,6 +37,7 @@ type state struct {
 	// srcTests are the prefixes the source was tested against.
 	srcTests []netip.Prefix
 	rare     *rareState
+	walk     *walkState
 	// res holds the one result of a rule that leaves a single branch (see
 	// one): most rules do, and a walk applies thousands.
 	res [1]result
@@ -73,13 +74,29 @@ func (s *state) one(f flow) []result {
 	return s.res[:1:1]
 }
 
-// clone forks a branch. srcTests is shared clipped to its length, so that
-// an append on either branch copies instead of writing into the other's.
-func (s *state) clone() *state {
-	s.srcTests = slices.Clip(s.srcTests)
-	c := *s
-	return &c
+// walkState is what the branches of one walk share.
+type walkState struct {
+	// spare is a state no result refers to, for the next fork: a walk
+	// narrowed to one backend drops the branch to every other one at its
+	// DNAT, right after forking it.
+	spare *state
 }
+
+// fork copies a branch. srcTests is shared clipped to its length, so that
+// an append on either branch copies instead of writing into the other's.
+func (s *state) fork() *state {
+	s.srcTests = slices.Clip(s.srcTests)
+	c := s.walk.spare
+	if c == nil {
+		c = new(state)
+	}
+	s.walk.spare = nil
+	*c = *s
+	return c
+}
+
+// drop gives back a forked branch that left no result, for the next fork.
+func (s *state) drop() { s.walk.spare = s }
 
 func (s *state) note(format string, args ...any) { s.setRare().notes.Add(format, args...) }
 
@@ -156,7 +173,7 @@ func (w *Walker) Walk(p Packet) []dataplane.Branch {
 
 // WalkWith is Walk narrowed by o.
 func (w *Walker) WalkWith(p Packet, o dataplane.WalkOptions) []dataplane.Branch {
-	start := &state{pkt: p, prob: 1, opts: &o}
+	start := &state{pkt: p, prob: 1, opts: &o, walk: &walkState{}}
 	var out []dataplane.Branch
 	w.runHooks(start, dataplane.EntryHooks(p.Entry), &out)
 	return out
@@ -283,14 +300,16 @@ func (w *Walker) evalRules(s *state, table string, c *Chain, rules []*Rule, dept
 			continue
 		}
 		if m.prob < 1 {
-			// A statistic branch: the unmatched share goes on with the
-			// next rule, the matched share takes this one.
-			miss := s.clone()
-			miss.prob *= 1 - m.prob
-			hit := s
+			// A statistic branch: the matched share takes this rule, the
+			// unmatched share goes on with the next one.
+			hit := s.fork()
 			hit.prob *= m.prob
-			done = append(done, w.then(w.apply(hit, table, c, r, m.prob, depth), table, c, rules[i+1:], depth)...)
-			s = miss
+			s.prob *= 1 - m.prob
+			res := w.then(w.apply(hit, table, c, r, m.prob, depth), table, c, rules[i+1:], depth)
+			if len(res) == 0 {
+				hit.drop()
+			}
+			done = append(done, res...)
 			continue
 		}
 		return withDone(done, w.then(w.apply(s, table, c, r, 0, depth), table, c, rules[i+1:], depth))
