@@ -143,6 +143,9 @@ type Rule struct {
 	// read once.
 	stat statFact
 	dnat dnatFact
+	// jump is the chain of the rule's table its target names, when the
+	// parser checked it.
+	jump *Chain
 }
 
 // AddrMatch is -s/-d with an optional negation.

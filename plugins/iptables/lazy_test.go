@@ -67,7 +67,7 @@ func TestLazySameAnswers(t *testing.T) {
 					t.Errorf("%s: %s/%s: %d rules, line %d, policy %q; want %d, %d, %q", name, tname, cname,
 						lc.Len(), lc.Line, lc.Policy, fc.Len(), fc.Line, fc.Policy)
 				}
-				if !reflect.DeepEqual(lc.Rules(), fc.Rules()) {
+				if !reflect.DeepEqual(rulesView(lc.Rules()), rulesView(fc.Rules())) {
 					t.Errorf("%s: %s/%s: rules differ", name, tname, cname)
 				}
 			}
@@ -87,6 +87,20 @@ func TestLazySameAnswers(t *testing.T) {
 	if lazyReads < 2 {
 		t.Errorf("only %d inputs were read lazily", lazyReads)
 	}
+}
+
+// rulesView is rules to compare between reads: the chain a rule jumps to
+// by its name.
+func rulesView(rules []*Rule) []Rule {
+	var out []Rule
+	for _, r := range rules {
+		v := *r
+		if v.jump != nil {
+			v.jump = &Chain{Name: v.jump.Name}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 const lazyBroken = `*nat

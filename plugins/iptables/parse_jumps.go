@@ -39,9 +39,10 @@ func (p *dumpParser) checkJumps() error {
 }
 
 // checkJump is checkJumps for one rule of the table being read, whose
-// target name starts at col.
+// target name starts at col; it keeps the chain in the rule.
 func (p *dumpParser) checkJump(r *Rule, col int) error {
-	if p.table.Chains[r.Target] != nil {
+	if c := p.table.Chains[r.Target]; c != nil {
+		r.jump = c
 		return nil
 	}
 	flag := "-j"

@@ -395,7 +395,10 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 	case "LOG", "NFLOG", "TRACE", "CONNMARK", "CT", "NOTRACK", "NFQUEUE", "AUDIT":
 		return s.one(flowEnd)
 	}
-	target := w.rs.Chain(table, r.Target)
+	target := r.jump
+	if target == nil {
+		target = w.rs.Chain(table, r.Target)
+	}
 	if target == nil {
 		if strings.HasPrefix(r.Target, "KUBE-") {
 			// Only an excerpt can jump to a chain it does not hold (the
@@ -445,6 +448,10 @@ func (w *Walker) dnat(s *state, r *Rule) {
 		}
 		d = readDNAT(o.Args[0])
 	}
+	if d.portNum != 0 && d.joined != "" {
+		s.pkt.Dst, s.pkt.DstPort, s.dnat, s.translated = d.addr, d.portNum, d.joined, true
+		return
+	}
 	port := d.port
 	if port == "" {
 		port = strconv.Itoa(int(s.pkt.DstPort))
@@ -470,6 +477,7 @@ func (w *Walker) dnat(s *state, r *Rule) {
 type dnatFact struct {
 	to, port, joined string
 	addr             netip.Addr
+	portNum          uint16
 	set              bool
 }
 
@@ -480,6 +488,9 @@ func readDNAT(to string) dnatFact {
 		d.addr = a
 		if port != "" {
 			d.joined = joinHostPort(a.String(), port)
+		}
+		if n, err := strconv.ParseUint(port, 10, 16); err == nil {
+			d.portNum = uint16(n)
 		}
 	}
 	return d
