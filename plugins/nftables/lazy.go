@@ -45,8 +45,9 @@ func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane
 	return p, nil
 }
 
-// Err is the first error (in input order) in the rules a narrow read
-// decoded late; nil for a state read in full.
+// Err is the error of the dump once a rule a narrow read decoded late
+// failed (Load's error for it); nil when none failed, and for a state
+// read in full.
 func (p *Plane) Err() error { return p.deferred.firstErr() }
 
 // lazyDoc is a document read narrowly: its elements, and what decoding
@@ -63,10 +64,10 @@ type lazyDoc struct {
 	// last is the table of the rule read last (while scanning).
 	last *Table
 
-	mu    sync.Mutex
-	err   error
-	errAt int
-	notes []Note
+	failed sync.Once
+	mu     sync.Mutex
+	err    error
+	notes  []Note
 }
 
 // lazyRules are a chain's undecoded rules.
@@ -219,7 +220,7 @@ func (doc *lazyDoc) decodeRules(c *Chain) {
 			err = fmt.Errorf("nftables: %s: %w", doc.source, err)
 		}
 		if err != nil {
-			doc.fail(i, err)
+			doc.fail(err)
 			break
 		}
 	}
@@ -230,16 +231,20 @@ func (doc *lazyDoc) decodeRules(c *Chain) {
 	}
 }
 
-// fail keeps err, found in element i, when it is the first in input order.
-func (doc *lazyDoc) fail(i int, err error) {
-	if doc.wrap != nil {
-		err = doc.wrap(err)
-	}
-	doc.mu.Lock()
-	defer doc.mu.Unlock()
-	if doc.err == nil || i < doc.errAt {
-		doc.err, doc.errAt = err, i
-	}
+// fail keeps the error a rule decoded late has: the one Parse finds in the
+// document, which may be elsewhere (a JSON syntax error anywhere comes
+// first, as may an error in an earlier rule). The document is parsed
+// once, for the first rule that fails.
+func (doc *lazyDoc) fail(err error) {
+	doc.failed.Do(func() {
+		err = fullError(doc.source, doc.data, err)
+		if doc.wrap != nil {
+			err = doc.wrap(err)
+		}
+		doc.mu.Lock()
+		doc.err = err
+		doc.mu.Unlock()
+	})
 }
 
 func (doc *lazyDoc) firstErr() error {

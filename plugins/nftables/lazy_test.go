@@ -348,3 +348,62 @@ func lastReplaced(s, old, new string) string {
 	i := strings.LastIndex(s, old)
 	return s[:i] + new + s[i+len(old):]
 }
+
+// FuzzNarrow: on any input a narrow read fails as Load does, or reads the
+// same state; an error Load finds in a rule comes out of Err once every
+// rule is read.
+func FuzzNarrow(f *testing.F) {
+	// Small seeds: the fuzzer mutates them fast.
+	f.Add(`{"nftables": [{"table": {"family": "ip", "name": "kube-proxy"}}, {"map": {"family": "ip", "table": "kube-proxy", "name": "service-ips",
+		"type": ["ipv4_addr", "inet_proto", "inet_service"], "map": "verdict", "elem": [[{"concat": ["10.96.0.10", "tcp", 80]}, {"goto": {"target": "service-AAAAAAAA-ns/s/tcp/p"}}]]}},
+		{"set": {"family": "ip", "table": "kube-proxy", "name": "cluster-ips", "type": "ipv4_addr", "elem": ["10.96.0.10"]}},
+		{"chain": {"family": "ip", "table": "kube-proxy", "name": "nat-prerouting", "type": "nat", "hook": "prerouting", "prio": -100}},
+		{"chain": {"family": "ip", "table": "kube-proxy", "name": "service-AAAAAAAA-ns/s/tcp/p", "handle": 7}},
+		{"rule": {"family": "ip", "table": "kube-proxy", "chain": "nat-prerouting", "expr": [{"vmap": {"key": {"concat": [{"payload": {"protocol": "ip", "field": "daddr"}},
+		{"meta": {"key": "l4proto"}}, {"payload": {"protocol": "th", "field": "dport"}}]}, "data": "@service-ips"}}]}},
+		{"rule": {"family": "ip", "table": "kube-proxy", "chain": "service-AAAAAAAA-ns/s/tcp/p", "expr": [{"dnat": {"family": "ip", "addr": "10.244.1.5", "port": 8080}}]}}]}`)
+	f.Add(`{"nftables": [{"table": {"family": "ip", "name": "t"}}, {"rule": {"family": "ip", "table": "t", "chain": "c", "expr": [{"accept": null}]}},
+		{"chain": {"family": "ip", "table": "t", "name": "c", "handle": 2}}, {"rule": {"family": "ip", "table": "t", "chain": "c", "expr": [{"jump": {"target": "d\u0064"}}]}}]}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		whole, werr := Loader{}.Load(nodeWith(text), "IPv4")
+		narrow, nerr := Loader{}.LoadNarrow(nodeWith(text), "IPv4")
+		if nerr != nil {
+			if werr == nil || werr.Error() != nerr.Error() {
+				t.Fatalf("narrow error %v, Load's %v", nerr, werr)
+			}
+			return
+		}
+		if werr == nil && (narrow == nil) != (whole == nil) {
+			t.Fatalf("planes: narrow %v, whole %v", narrow, whole)
+		}
+		if narrow == nil {
+			return
+		}
+		np := narrow.(*Plane)
+		for _, tb := range np.rs.Tables {
+			for _, c := range tb.Chains {
+				c.rules()
+			}
+		}
+		if werr != nil {
+			if err := np.Err(); err == nil || err.Error() != werr.Error() {
+				t.Fatalf("Err %v, Load's error %v", err, werr)
+			}
+			return
+		}
+		if err := np.Err(); err != nil {
+			t.Fatalf("Err %v, Load found none", err)
+		}
+		wp := whole.(*Plane)
+		sameState(t, "fuzz", wp.rs, np.rs)
+		if got, want := np.Frontends(), wp.Frontends(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("frontends %+v, want %+v", got, want)
+		}
+		if got, want := np.Infer(), wp.Infer(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("infer %+v, want %+v", got, want)
+		}
+		if got, want := np.Checks("n", ""), wp.Checks("n", ""); !reflect.DeepEqual(got, want) {
+			t.Fatalf("checks %+v, want %+v", got, want)
+		}
+	})
+}
