@@ -257,7 +257,7 @@ func scanDocument(data []byte) ([]rawElem, bool) {
 	var elems []rawElem
 	found := false
 	for first := true; ; first = false {
-		if s.expect('}') && first {
+		if first && s.expect('}') {
 			break
 		}
 		key, esc, ok := s.str()
