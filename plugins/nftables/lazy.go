@@ -61,7 +61,7 @@ type lazyDoc struct {
 	tables map[string]*Table
 	// wrap says which node and dump an error is in.
 	wrap func(error) error
-	// last is the table of the rule read last (while scanning).
+	// last is the table of the chain or rule read last (while scanning).
 	last *Table
 
 	failed sync.Once
@@ -109,7 +109,12 @@ func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 		case e.kind == "chain" && e.plain && !e.other:
 			// What p.chain does with a body of family, table, name and
 			// handle only.
-			c, _ := p.tableFor(e.family, e.table).chainNamed(string(data[e.nameStart:e.nameEnd]))
+			t := doc.last
+			if t == nil || t.Family != e.family || t.Name != e.table {
+				t = p.tableFor(e.family, e.table)
+				doc.last = t
+			}
+			c, _ := t.chainNamed(string(data[e.nameStart:e.nameEnd]))
 			c.Handle = e.handle
 			c.Type, c.Hook, c.Policy, c.Comment = "", "", "", ""
 			continue
