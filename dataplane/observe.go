@@ -176,7 +176,9 @@ func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, 
 	probes := space.Choose(cands)
 	// As the external class walks it: it often walks the same packet.
 	cands = mergePrefixes(cands, sourceCandidates(w.walk(pkt(probes.External, Prerouting), WalkOptions{NoHops: noHops}), space.ClusterCIDRs))
-	if len(cands) == 0 {
+	if !slices.ContainsFunc(cands, func(c netip.Prefix) bool { return !c.IsSingleIP() }) {
+		// Only ranges can be allowed below: without one (the hairpin
+		// rules of endpoints test single addresses), no probe is needed.
 		return nil, ""
 	}
 	probes = space.Choose(cands)
