@@ -139,10 +139,9 @@ type Rule struct {
 	// modules.
 	Unknown []string
 
-	// stat is the rule's first -m statistic match, dnat its DNAT target,
-	// read once.
-	stat statFact
-	dnat dnatFact
+	// facts are what walks read of a statistic match or a DNAT target,
+	// read once when the rule is parsed (nil for a rule with neither).
+	facts *ruleFacts
 	// jump is the chain of the rule's table its target names, when the
 	// parser checked it.
 	jump *Chain

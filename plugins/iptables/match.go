@@ -174,8 +174,10 @@ func (w *Walker) module(s *state, r *Rule, m *Match) matchResult {
 }
 
 func statistic(s *state, r *Rule, m *Match) matchResult {
-	st := r.stat
-	if !st.set || &r.Matches[st.match] != m {
+	var st statFact
+	if f := r.facts; f != nil && f.stat.set && &r.Matches[f.stat.match] == m {
+		st = f.stat
+	} else {
 		st = readStatistic(m)
 	}
 	if st.bad != "" {
@@ -185,10 +187,16 @@ func statistic(s *state, r *Rule, m *Match) matchResult {
 	return matchResult{st.prob}
 }
 
+// ruleFacts are a rule's statistic match (its first) and DNAT target,
+// read when it is parsed: walks of a large node evaluate such a rule
+// millions of times.
+type ruleFacts struct {
+	stat statFact
+	dnat dnatFact
+}
+
 // statFact is what a -m statistic match gives a walk: its probability,
-// or why it cannot be read (bad). A rule keeps its first one, read when
-// it is parsed: walks of a large node evaluate such a rule millions of
-// times.
+// or why it cannot be read (bad).
 type statFact struct {
 	prob  float64
 	bad   string

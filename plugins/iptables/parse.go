@@ -174,6 +174,7 @@ type dumpParser struct {
 	strs      parseSlab[string]
 	options   parseSlab[Option]
 	matches   parseSlab[Match]
+	facts     parseSlab[ruleFacts]
 }
 
 func (p *dumpParser) run(text string) error {

@@ -52,8 +52,9 @@ func (rp *ruleParser) finish() {
 		r.Matches = ms
 		for k := range ms {
 			if ms[k].Module == "statistic" {
-				r.stat = readStatistic(&ms[k])
-				r.stat.match, r.stat.set = k, true
+				f := rp.facts()
+				f.stat = readStatistic(&ms[k])
+				f.stat.match, f.stat.set = k, true
 				break
 			}
 		}
@@ -61,7 +62,7 @@ func (rp *ruleParser) finish() {
 	if rp.t1 > rp.t0 {
 		r.TargetOptions = opts[rp.t0:rp.t1:rp.t1]
 		if o, ok := r.TargetOption("to-destination"); ok && r.Target == "DNAT" && len(o.Args) > 0 {
-			r.dnat = readDNAT(o.Args[0])
+			rp.facts().dnat = readDNAT(o.Args[0])
 		}
 		if rp.tKnown {
 			rp.unknownOptions(rp.t0, rp.t1, "-j", r.Target)
@@ -85,4 +86,12 @@ func (rp *ruleParser) unknownOptions(o0, o1 int, flag, name string) {
 			rp.p.note(rp.n, "unknown option --%s of %s %s kept verbatim", so.name, what, name)
 		}
 	}
+}
+
+// facts are the rule's ruleFacts, made on first use.
+func (rp *ruleParser) facts() *ruleFacts {
+	if rp.r.facts == nil {
+		rp.r.facts = rp.p.facts.alloc()
+	}
+	return rp.r.facts
 }

@@ -439,7 +439,10 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 }
 
 func (w *Walker) dnat(s *state, r *Rule) {
-	d := r.dnat
+	var d dnatFact
+	if r.facts != nil {
+		d = r.facts.dnat
+	}
 	if !d.set {
 		o, ok := r.TargetOption("to-destination")
 		if !ok || len(o.Args) == 0 {
