@@ -111,21 +111,39 @@ func makeEndpoint(e *discoveryv1.Endpoint, port int32, slice, node string) (Endp
 // sortEndpoints sorts by the endpoint string with plain string comparison,
 // as kube-proxy does ("10.244.10.1:80" < "10.244.2.1:80").
 func sortEndpoints(eps []Endpoint) {
-	slices.SortFunc(eps, func(a, b Endpoint) int {
-		return cmp.Compare(a.String(), b.String())
-	})
+	keyed := make([]keyedEndpoint, len(eps))
+	for i, ep := range eps {
+		keyed[i] = keyedEndpoint{ep.String(), ep}
+	}
+	sortKeyed(keyed, eps)
+}
+
+// keyedEndpoint is an endpoint with its string, the order of lists.
+type keyedEndpoint struct {
+	key string
+	ep  Endpoint
+}
+
+// sortKeyed sorts keyed by key into out (of the same length).
+func sortKeyed(keyed []keyedEndpoint, out []Endpoint) {
+	slices.SortFunc(keyed, func(a, b keyedEndpoint) int { return cmp.Compare(a.key, b.key) })
+	for i := range keyed {
+		out[i] = keyed[i].ep
+	}
 }
 
 // sortedByPort turns per-port sets of endpoints (keyed by their string)
 // into sorted lists.
 func sortedByPort(sets map[portKey]map[string]Endpoint) map[portKey][]Endpoint {
 	out := make(map[portKey][]Endpoint, len(sets))
+	var keyed []keyedEndpoint
 	for key, set := range sets {
-		list := make([]Endpoint, 0, len(set))
-		for _, ep := range set {
-			list = append(list, ep)
+		keyed = keyed[:0]
+		for s, ep := range set {
+			keyed = append(keyed, keyedEndpoint{s, ep})
 		}
-		sortEndpoints(list)
+		list := make([]Endpoint, len(keyed))
+		sortKeyed(keyed, list)
 		out[key] = list
 	}
 	return out
