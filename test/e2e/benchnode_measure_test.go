@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -88,6 +89,49 @@ func (m measurer) run(name, stdoutPath string, argv ...string) benchResult {
 		}
 	}
 	return best
+}
+
+// runTimed is run for a command that times its own work and prints it as JSON
+// ({"seconds": ...}, test/e2e/benchagent): the wall time kept is the command's own, of the
+// fastest of repeat runs; the peak RSS is still the whole process's.
+func (m measurer) runTimed(name string, argv ...string) benchResult {
+	m.t.Helper()
+	out := filepath.Join(m.dir, strings.ReplaceAll(name, " ", "_")+".out")
+	once := m
+	once.repeat = 1
+	var best benchResult
+	for i := range max(1, m.repeat) {
+		res := once.run(name, out, argv...)
+		if res.Wall == 0 {
+			return benchResult{}
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		var timed struct {
+			Seconds float64 `json:"seconds"`
+		}
+		if err := json.Unmarshal(b, &timed); err != nil || timed.Seconds <= 0 {
+			m.t.Fatalf("%s: no time in its output (%v):\n%s", name, err, headLines(string(b), 5))
+		}
+		res.Wall = time.Duration(timed.Seconds * float64(time.Second))
+		if i == 0 || res.Wall < best.Wall {
+			best = res
+		}
+	}
+	return best
+}
+
+// buildBenchAgent builds test/e2e/benchagent, the agent's kernel read and analysis.
+func buildBenchAgent(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "benchagent")
+	cmd := exec.Command("go", "build", "-tags", "benchnode", "-o", bin, "github.com/svctrace/svctrace/test/e2e/benchagent")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building benchagent: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // gnuTime is GNU time, which measures each command's peak RSS (Debian

@@ -17,7 +17,7 @@ const (
 	stepFullSync      = "fullsync"       // kube-proxy's full sync, from its metrics
 	stepList          = "list"           // GET of every Service and EndpointSlice
 	stepDrift         = "drift"          // drift --local, end to end
-	stepAnalysis      = "analysis"       // drift --local --objects: kernel read and analysis
+	stepAnalysis      = "analysis"       // test/e2e/benchagent: kernel read and analysis, objects in memory
 	stepCollect       = "collect"        // collect --local to a snapshot file
 	stepDriftSnapshot = "drift-snapshot" // drift --snapshot
 	stepExplain       = "explain"        // explain NS/NAME --snapshot
@@ -78,7 +78,7 @@ func (r benchRun) stepLabel(step string) string {
 	case stepDrift:
 		return "`drift --local -A`"
 	case stepAnalysis:
-		return "kernel read + analysis (`drift --local --objects FILE -A`)"
+		return "kernel read + analysis, objects in memory (test/e2e/benchagent)"
 	case stepCollect:
 		return fmt.Sprintf("`collect --local -f %s`", r.SnapshotFile)
 	case stepDriftSnapshot:
@@ -135,8 +135,10 @@ command and of the children it waited for (svctrace --local runs iptables-*-save
 kube-proxy's full sync: the mean of the full syncs forced once every object was synced, by
 changing node1's zone label (kubeproxy_sync_full_proxy_rules_duration_seconds, IPv4). Listing:
 one GET of /api/v1/services and one of /apis/discovery.k8s.io/v1/endpointslices, JSON, bodies
-read but not decoded. Kernel read + analysis is drift --local --objects FILE, so it includes
-reading and decoding FILE (those lists) and kube-proxy's /configz.
+read but not decoded. Kernel read + analysis is what the node agent repeats, measured by
+test/e2e/benchagent: with those lists decoded and kube-proxy's /configz read first (not timed),
+the time of one read of the kernel's state (every dump tool, addresses, conntrack) and drift
+check of every Service; its peak RSS is the whole process's, the decoding included.
 `
 
 func modeTitle(r benchRun) string {

@@ -32,6 +32,7 @@ func TestBenchNode(t *testing.T) {
 	if bin == "" {
 		bin = buildSvctrace(t)
 	}
+	agent := buildBenchAgent(t)
 	machine := benchMachine()
 	var runs []benchRun
 	for _, mode := range cfg.Modes {
@@ -44,7 +45,7 @@ func TestBenchNode(t *testing.T) {
 					runs = append(runs, *r)
 					fmt.Printf("\n%s\n", formatBenchReport(machine, []benchRun{*r}))
 				}()
-				benchNode(t, cfg, bin, r)
+				benchNode(t, cfg, bin, agent, r)
 			})
 		}
 	}
@@ -57,8 +58,9 @@ func TestBenchNode(t *testing.T) {
 	}
 }
 
-// benchNode runs one mode and size, filling r as it goes.
-func benchNode(t *testing.T, cfg benchConfig, bin string, r *benchRun) {
+// benchNode runs one mode and size, filling r as it goes: bin is svctrace, agent
+// test/e2e/benchagent.
+func benchNode(t *testing.T, cfg benchConfig, bin, agent string, r *benchRun) {
 	objs, err := makeBenchObjects(r.Services, r.Endpoints)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func benchNode(t *testing.T, cfg benchConfig, bin string, r *benchRun) {
 	r.SnapshotFile = "node1.snapshot" + cfg.SnapshotExt // no extension: the default format
 	snap := filepath.Join(dir, r.SnapshotFile)
 	r.Results[stepDrift] = m.run("drift", "", bin, "drift", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A")
-	r.Results[stepAnalysis] = m.run("drift --objects", "", bin, "drift", "--local", "--node", "node1", "--objects", objFile, "-A")
+	r.Results[stepAnalysis] = m.runTimed("agent", agent, "--objects", objFile, "--node", "node1")
 	r.Results[stepCollect] = m.run("collect", "", bin, "collect", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A", "-f", snap)
 	r.Bytes["snapshot"] = fileSize(snap)
 	r.Results[stepDriftSnapshot] = m.run("drift --snapshot", "", bin, "drift", "--snapshot", snap, "--node", "node1", "-A")
