@@ -3,6 +3,7 @@ package analysis
 import (
 	"errors"
 
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -22,6 +23,13 @@ func (a *NodeAnalysis) Recheck(c *snapshot.Cluster, ref ServiceRef) (*NodeAnalys
 	o := Options{Service: &ref}
 	if err := r.behaviour(modelView(c, a.Node, a.Family, o, false), o, a.space); err != nil {
 		return nil, err
+	}
+	// A state read narrowly parses the chains a walk enters first when
+	// it enters them: an error in one is the recheck's.
+	if d, ok := a.Plane.(dataplane.Deferred); ok {
+		if err := d.Err(); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
