@@ -75,6 +75,10 @@ type Chain struct {
 	// idx indexes a long chain by destination, made on first use.
 	idx     *chainIndex
 	idxOnce sync.Once
+	// trans is what the chain surely does to a packet, made on first use
+	// (see surelyTranslates).
+	trans     *translation
+	transOnce sync.Once
 }
 
 // Rules are the chain's rules, in order. A chain of a ruleset read for a

@@ -302,6 +302,10 @@ func (w *Walker) evalRules(s *state, table string, c *Chain, rules []*Rule, dept
 		if m.prob < 1 {
 			// A statistic branch: the matched share takes this rule, the
 			// unmatched share goes on with the next one.
+			if r.jump != nil && !r.Goto && w.elsewhere(s, r.jump) {
+				s.prob *= 1 - m.prob
+				continue
+			}
 			hit := s.fork()
 			hit.prob *= m.prob
 			s.prob *= 1 - m.prob
