@@ -185,9 +185,14 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 	// class with the same address.
 	var space behavior.ProbeSpace
 	if prior != nil {
-		space = prior.With(slices.Collect(maps.Keys(endpointAddrs(a.View, nil))))
+		space = prior.With(slices.Collect(maps.Keys(endpointAddrs(a.View))))
 	} else {
-		space = behavior.NewProbeSpace(cidrs, a.LocalAddrs, endpointAddrs(a.View, c))
+		space = behavior.NewProbeSpace(cidrs, a.LocalAddrs, endpointAddrs(a.View))
+		if c != nil && c.Partial != nil {
+			// The whole cluster's endpoints, of which the view has
+			// only the Service's.
+			space.TakenSorted = c.Partial.EndpointAddrs
+		}
 	}
 	a.space = &space
 	in := dataplane.ObserveInput{Node: a.Node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: cidrs,
@@ -356,16 +361,12 @@ func localAddrs(nodeIPs []netip.Addr, addrs []string, family string) []netip.Add
 	return out
 }
 
-// endpointAddrs are the addresses of every endpoint of the view, and of
-// the whole cluster's when c is narrowed to some Services: no probe may
-// stand for a client with one of them.
-func endpointAddrs(v *model.NodeView, c *snapshot.Cluster) map[netip.Addr]bool {
+// endpointAddrs are the addresses of every endpoint of the view: no probe
+// may stand for a client with one of them. (A view narrowed to some
+// Services has only theirs; the whole cluster's are the narrowed
+// snapshot's Partial.EndpointAddrs.)
+func endpointAddrs(v *model.NodeView) map[netip.Addr]bool {
 	out := map[netip.Addr]bool{}
-	if c != nil && c.Partial != nil {
-		for _, a := range c.Partial.EndpointAddrs {
-			out[a] = true
-		}
-	}
 	if v == nil {
 		return out
 	}

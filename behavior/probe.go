@@ -3,6 +3,7 @@ package behavior
 import (
 	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 )
 
@@ -43,6 +44,10 @@ type ProbeSpace struct {
 	// a packet from one of them arriving on an interface is a martian,
 	// not a client.
 	Taken map[netip.Addr]bool
+	// TakenSorted are taken too, sorted (netip.Addr.Compare): a large
+	// cluster's endpoints as a partial snapshot holds them, searched
+	// rather than copied into Taken.
+	TakenSorted []netip.Addr
 	// free remembers FreeHost's answers (see NewProbeSpace): on a node
 	// whose endpoints fill the cluster CIDR from its top, finding a free
 	// address is a long walk, and every frontend asks for the same ones.
@@ -100,6 +105,9 @@ func (s ProbeSpace) taken(a netip.Addr) bool {
 	if a.IsLoopback() || s.Taken[a] || s.more[a] {
 		return true
 	}
+	if _, ok := slices.BinarySearchFunc(s.TakenSorted, a, netip.Addr.Compare); ok {
+		return true
+	}
 	for _, n := range s.NodeIPs {
 		if n == a {
 			return true
@@ -131,9 +139,9 @@ func (s ProbeSpace) freeHost(p netip.Prefix) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	a := LastHost(p)
-	// Each taken address costs one step, so len(Taken)+len(NodeIPs)+1
-	// steps always reach a free one if the prefix has it.
-	for i := 0; i <= len(s.Taken)+len(s.more)+len(s.NodeIPs); i++ {
+	// Each taken address costs one step, so one more step than there are
+	// taken addresses always reaches a free one if the prefix has it.
+	for i := 0; i <= len(s.Taken)+len(s.TakenSorted)+len(s.more)+len(s.NodeIPs); i++ {
 		if !p.Contains(a) {
 			return netip.Addr{}, false
 		}

@@ -57,7 +57,9 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 	env := &Env{LocalAddrs: append(append([]netip.Addr(nil), nodeIPs...), in.LocalAddrs...)}
 	space := in.Probes
 	if len(space.NodeIPs) == 0 {
+		sorted := space.TakenSorted
 		space = behavior.NewProbeSpace(in.ClusterCIDRs, env.LocalAddrs, space.Taken)
+		space.TakenSorted = sorted
 	}
 	w := p.Walker(env)
 
