@@ -112,8 +112,13 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	// The plane's notes are taken after the walks, which may parse more of
 	// a narrowly read state, and kept in their place.
 	planeNotes := len(a.Notes)
+	// The plane finds its frontends (which the walks need, and keeps)
+	// while it infers kube-proxy's settings.
+	found := make(chan struct{})
+	go func() { a.Plane.Frontends(); close(found) }()
 	a.inferred = a.Plane.Infer()
 	a.inferConfig(a.inferred)
+	<-found
 	// Text-level checks read the state as the walks do: both at once.
 	checks := make(chan []behavior.Finding, 1)
 	go func() { checks <- a.Plane.Checks(node, a.Config.Mode) }()

@@ -196,8 +196,10 @@ type Plane interface {
 	Mode() string
 	// HasKubeProxy reports whether kube-proxy's objects exist in it.
 	HasKubeProxy() bool
-	// Walker walks packets through it. A walker and Describe must be
-	// safe for concurrent use: observe walks frontends in parallel.
+	// Walker walks packets through it. A walker and every method of the
+	// plane must be safe for concurrent use: observe walks frontends in
+	// parallel, and analysis finds the frontends while it infers the
+	// settings and runs the checks beside the walks.
 	Walker(env *Env) Walker
 	// Frontends are the Service frontends the state handles, with the
 	// Service named where the state tells (comments, chain and set
