@@ -120,6 +120,9 @@ func (p *dumpParser) commit(line string, i, n int) error {
 
 // chainDecl handles ":NAME POLICY [packets:bytes]".
 func (p *dumpParser) chainDecl(line string, i, n int) error {
+	if name, policy, ok := plainDecl(line[i+1:]); ok && p.table != nil {
+		return p.declareHere(name, policy, false, line, n, i+1)
+	}
 	toks, err := p.tokenize(line, i+1, n)
 	if err != nil {
 		return err
@@ -144,6 +147,19 @@ func (p *dumpParser) chainDecl(line string, i, n int) error {
 		return p.errAt(line, n, toks[3].col, "unexpected text after chain declaration")
 	}
 	return p.declareHere(toks[0].text, toks[1].text, false, line, n, toks[0].col)
+}
+
+// plainDecl reads "NAME POLICY [packets:bytes]" when it is plain: three
+// words of no quotes or escapes, the name no option, and the counters
+// well formed. Anything else is tokenized, for its errors.
+func plainDecl(s string) (name, policy string, ok bool) {
+	name, rest, ok1 := strings.Cut(s, " ")
+	policy, counters, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || name == "" || policy == "" || name[0] == '-' || name[0] == '!' ||
+		strings.ContainsAny(name, "\"'\\\t") || strings.ContainsAny(policy, "\"'\\\t") || !lexCounters(counters) {
+		return "", "", false
+	}
+	return name, policy, true
 }
 
 // declare records a chain declaration (:NAME POLICY, -N NAME or
