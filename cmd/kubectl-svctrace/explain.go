@@ -60,6 +60,7 @@ func (o *explainOptions) complete(args []string) error {
 }
 
 func (o *explainOptions) run(cmd *cobra.Command) error {
+	collectGarbageLate(oneServiceHeapLimit)
 	s, a, err := o.analyzeNode(cmd.Context())
 	if err != nil {
 		return err
