@@ -27,6 +27,9 @@ type lazyState struct {
 
 	mu    sync.Mutex
 	notes []Note
+	// noted are the lines whose notes are in notes: a line may be parsed
+	// twice (by Infer, then for its chain).
+	noted map[int]bool
 	err   error
 }
 
@@ -217,13 +220,27 @@ func (st *lazyState) fail(err error) {
 	}
 }
 
+// addNotes keeps the notes of lines parsed late, each line's once (a
+// parse gives all of a line's notes together).
 func (st *lazyState) addNotes(notes []Note) {
 	if len(notes) == 0 {
 		return
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.notes = append(st.notes, notes...)
+	if st.noted == nil {
+		st.noted = map[int]bool{}
+	}
+	fresh := map[int]bool{}
+	for _, n := range notes {
+		if !st.noted[n.Line] || fresh[n.Line] {
+			fresh[n.Line] = true
+			st.notes = append(st.notes, n)
+		}
+	}
+	for line := range fresh {
+		st.noted[line] = true
+	}
 }
 
 // Err is the first error found in a rule line parsed after a lazy read
@@ -245,7 +262,7 @@ func (rs *Ruleset) Err() error {
 }
 
 // AllNotes are the ruleset's notes and, for a lazy read, those of the
-// chains parsed since, by line (each once).
+// lines parsed since, by line.
 func (rs *Ruleset) AllNotes() []Note {
 	var late []Note
 	for _, st := range rs.lazy {
@@ -257,7 +274,6 @@ func (rs *Ruleset) AllNotes() []Note {
 		return rs.Notes
 	}
 	slices.SortStableFunc(late, func(a, b Note) int { return a.Line - b.Line })
-	late = slices.Compact(late)
 	return append(slices.Clip(rs.Notes), late...)
 }
 

@@ -243,3 +243,58 @@ func TestLazyConcurrentWalks(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLazy checks a lazy read against a full read of the same input: the
+// lazy read refuses at once what it can see (and what it refuses, the full
+// read refuses too, maybe first for a rule before it); once every chain is parsed, it
+// holds the full read's rules and notes, or its Err is an error of the
+// full read's (the first one of the chain it was found in).
+func FuzzLazy(f *testing.F) {
+	for _, path := range ptFixtures(f) {
+		f.Add(string(ptRead(f, path)))
+	}
+	f.Add(lazyBroken)
+	f.Add(towardRules)
+	f.Add(snapshottest.IPTablesSave(3, 2))
+	f.Fuzz(func(t *testing.T, text string) {
+		full, fullErr := ParseString("fuzz", text, ParseOptions{Family: "IPv4"})
+		lazy, err := parseLazy("fuzz", text, ParseOptions{Family: "IPv4"})
+		if err != nil {
+			if fullErr == nil {
+				t.Fatalf("lazy read refused %v; the full read did not", err)
+			}
+			return
+		}
+		for _, tn := range lazy.TableOrder {
+			for _, c := range lazy.Tables[tn].order {
+				c.Rules()
+			}
+		}
+		if late := lazy.Err(); late != nil || fullErr != nil {
+			if late == nil || fullErr == nil {
+				t.Fatalf("after every chain: lazy %v, full %v", late, fullErr)
+			}
+			var pe *ParseError
+			if !errors.As(late, &pe) || !strings.Contains(text, pe.Text) {
+				t.Fatalf("late error %v names no line of the input", late)
+			}
+			return
+		}
+		for _, tn := range full.TableOrder {
+			for _, cn := range full.Tables[tn].ChainOrder {
+				lc := lazy.Chain(tn, cn)
+				if lc == nil || !reflect.DeepEqual(rulesView(lc.Rules()), rulesView(full.Chain(tn, cn).Rules())) {
+					t.Fatalf("%s/%s: rules differ", tn, cn)
+				}
+			}
+		}
+		byLine := func(n []Note) []Note {
+			n = slices.Clone(n)
+			slices.SortStableFunc(n, func(a, b Note) int { return a.Line - b.Line })
+			return n
+		}
+		if got, want := byLine(lazy.AllNotes()), byLine(full.Notes); len(got) != len(want) {
+			t.Fatalf("notes\n got %v\nwant %v", got, want)
+		}
+	})
+}

@@ -210,7 +210,7 @@ func TestParseNode1(t *testing.T) {
 	ptArgs(t, ptOpt(t, ptRule(t, rs, "nat", "KUBE-EXT-I5LIAMPLWKMBJ54B", 1), "addrtype", "src-type"), false, "LOCAL")
 }
 
-func ptRead(t *testing.T, path string) []byte {
+func ptRead(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
