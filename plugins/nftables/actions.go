@@ -31,7 +31,7 @@ func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []rul
 			s.note("%s: snat counted as masquerade", ruleRef(t, c, r))
 		}
 		k.hop(s, t, c, r, rc)
-		return []ruleOut{{st: s, kind: outAccept}}
+		return s.one(ruleOut{st: s, kind: outAccept})
 	case "redirect":
 		if n.Port != nil {
 			if a := k.eval(s, t, n.Port); len(a) > 0 {
@@ -40,7 +40,7 @@ func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []rul
 		}
 		s.verdict = dataplane.Redirect
 		k.hop(s, t, c, r, rc)
-		return []ruleOut{{st: s, kind: outVerdict}}
+		return s.one(ruleOut{st: s, kind: outVerdict})
 	}
 	to := n.Addr
 	if n.Port != nil {
@@ -66,7 +66,7 @@ func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []rul
 			if a.v.kind == vUnknown {
 				s.note("%s: dnat target not evaluated (%s); rule assumed not to match", ruleRef(t, c, r), a.v.why)
 			}
-			return []ruleOut{{st: s, kind: outNoMatch}}
+			return s.one(ruleOut{st: s, kind: outNoMatch})
 		}
 		if !s.opts.Keeps(netip.AddrPortFrom(addr, port)) {
 			return nil // another backend than the one asked about
@@ -75,7 +75,7 @@ func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []rul
 		s.dnat = netip.AddrPortFrom(addr, port).String()
 		s.dnatted = true
 		k.hop(s, t, c, r, rc)
-		return []ruleOut{{st: s, kind: outAccept}}
+		return s.one(ruleOut{st: s, kind: outAccept})
 	})
 }
 

@@ -18,6 +18,54 @@ type alt struct {
 
 func one(v value) []alt { return []alt{{v: v, p: 1}} }
 
+// singleValued reports whether e always has one value, of probability 1,
+// looked up in no set: a field of the packet or the connection, a literal,
+// or a concatenation of those. Such an expression is evaluated by
+// evalSingle, without a slice of alternatives.
+func singleValued(e Expr) bool {
+	switch x := e.(type) {
+	case *Payload, *Meta, *CT, *Fib, *Literal:
+		return true
+	case *Concat:
+		for _, part := range x.Parts {
+			if !singleValued(part) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// evalSingle is eval's one alternative's value for a singleValued e.
+func (k *walk) evalSingle(s *state, t *Table, e Expr) value {
+	switch x := e.(type) {
+	case *Payload:
+		return k.payload(s, x)
+	case *Meta:
+		return k.meta(s, x)
+	case *CT:
+		return k.ct(s, x)
+	case *Fib:
+		return k.fib(s, x)
+	case *Literal:
+		return dataValue(x)
+	case *Concat:
+		// As eval: the last part that is unknown or absent decides.
+		v := value{kind: vConcat, parts: make([]value, 0, len(x.Parts))}
+		for _, part := range x.Parts {
+			switch b := k.evalSingle(s, t, part); {
+			case b.kind == vUnknown || b.kind == vNone:
+				v = b
+			case v.kind == vConcat:
+				v.parts = append(v.parts, b)
+			}
+		}
+		return v
+	}
+	return unknownValue(e.String() + " not evaluated")
+}
+
 // eval computes an expression on the packet of a branch.
 func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 	switch x := e.(type) {

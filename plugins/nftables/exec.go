@@ -60,12 +60,24 @@ func ruleRef(t *Table, c *Chain, r *Rule) string {
 func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ruleOut {
 	if i == len(r.Stmts) {
 		k.hop(s, t, c, r, rc)
-		return []ruleOut{{st: s, kind: outNext}}
+		return s.one(ruleOut{st: s, kind: outNext})
 	}
 	next := func(s *state, rc rctx) []ruleOut { return k.stmts(s, t, c, r, i+1, rc) }
 	switch st := r.Stmts[i].(type) {
 	case *Match:
 		k.recordSources(s, t, st)
+		if singleValued(st.Left) {
+			// One value: as split and fork do with one alternative,
+			// without their slices.
+			ok, h := k.test(s, t, c, r, st, k.evalSingle(s, t, st.Left))
+			if !ok {
+				return s.one(ruleOut{st: s, kind: outNoMatch})
+			}
+			if h != nil && (h.text != "" || h.el != nil) {
+				rc.hits = append(rc.hits[:len(rc.hits):len(rc.hits)], *h)
+			}
+			return k.stmts(s, t, c, r, i+1, rc)
+		}
 		alts := k.split(k.eval(s, t, st.Left), func(a alt) *hit {
 			ok, h := k.test(s, t, c, r, st, a.v)
 			if !ok {
@@ -78,11 +90,25 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 		})
 		return k.fork(s, alts, rc, func(s *state, a alt, rc rctx) []ruleOut {
 			if a.v.n == 0 {
-				return []ruleOut{{st: s, kind: outNoMatch}}
+				return s.one(ruleOut{st: s, kind: outNoMatch})
 			}
 			return next(s, rc)
 		})
 	case *VMap:
+		if singleValued(st.Key) {
+			h := k.lookup(s, t, c, r, st.Data, k.evalSingle(s, t, st.Key))
+			if h == nil || h.el == nil {
+				return s.one(ruleOut{st: s, kind: outNoMatch})
+			}
+			v, ok := h.el.Data.(*Verdict)
+			if !ok {
+				s.note("%s: element %s of a verdict map holds no verdict; assumed not to match", ruleRef(t, c, r), h.desc())
+				return s.one(ruleOut{st: s, kind: outNoMatch})
+			}
+			rc.hits = append(rc.hits[:len(rc.hits):len(rc.hits)], *h)
+			rc.via = &rc.hits[len(rc.hits)-1]
+			return k.verdict(s, t, c, r, v, rc)
+		}
 		alts := k.split(k.eval(s, t, st.Key), func(a alt) *hit {
 			h := k.lookup(s, t, c, r, st.Data, a.v)
 			if h == nil || h.el == nil {
@@ -96,7 +122,7 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 		})
 		return k.fork(s, alts, rc, func(s *state, a alt, rc rctx) []ruleOut {
 			if a.v.n == 0 {
-				return []ruleOut{{st: s, kind: outNoMatch}}
+				return s.one(ruleOut{st: s, kind: outNoMatch})
 			}
 			h := &rc.hits[len(rc.hits)-1]
 			rc.via = h
@@ -115,7 +141,7 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 		s.verdict = dataplane.Reject
 		k.hop(s, t, c, r, rc)
 		s.reason = reason(t, c, r, rc.via, s.verdict)
-		return []ruleOut{{st: s, kind: outVerdict}}
+		return s.one(ruleOut{st: s, kind: outVerdict})
 	case *SetStmt:
 		k.setStmt(s, t, st)
 		return next(s, rc)
@@ -129,13 +155,13 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 			return next(s, rc)
 		}
 		s.note("%s: iptables-nft %s %q cannot be evaluated (nft does not show its options); rule assumed not to match", ruleRef(t, c, r), st.Type, st.Name)
-		return []ruleOut{{st: s, kind: outNoMatch}}
+		return s.one(ruleOut{st: s, kind: outNoMatch})
 	case *Unknown:
 		s.note("%s: %s not understood; rule assumed not to match", ruleRef(t, c, r), st.Raw)
-		return []ruleOut{{st: s, kind: outNoMatch}}
+		return s.one(ruleOut{st: s, kind: outNoMatch})
 	}
 	s.note("%s: statement %s not evaluated; rule assumed not to match", ruleRef(t, c, r), r.Stmts[i])
-	return []ruleOut{{st: s, kind: outNoMatch}}
+	return s.one(ruleOut{st: s, kind: outNoMatch})
 }
 
 // split tests every alternative of a value: those that pass become
@@ -212,22 +238,22 @@ func (k *walk) verdict(s *state, t *Table, c *Chain, r *Rule, v *Verdict, rc rct
 	k.hop(s, t, c, r, rc)
 	switch v.Kind {
 	case "accept":
-		return []ruleOut{{st: s, kind: outAccept}}
+		return s.one(ruleOut{st: s, kind: outAccept})
 	case "drop":
 		s.verdict = dataplane.Drop
 		s.reason = reason(t, c, r, rc.via, s.verdict)
-		return []ruleOut{{st: s, kind: outVerdict}}
+		return s.one(ruleOut{st: s, kind: outVerdict})
 	case "continue":
-		return []ruleOut{{st: s, kind: outNext}}
+		return s.one(ruleOut{st: s, kind: outNext})
 	case "return":
-		return []ruleOut{{st: s, kind: outReturn}}
+		return s.one(ruleOut{st: s, kind: outReturn})
 	case "jump":
-		return []ruleOut{{st: s, kind: outJump, target: v.Target, via: rc.via}}
+		return s.one(ruleOut{st: s, kind: outJump, target: v.Target, via: rc.via})
 	case "goto":
-		return []ruleOut{{st: s, kind: outGoto, target: v.Target, via: rc.via}}
+		return s.one(ruleOut{st: s, kind: outGoto, target: v.Target, via: rc.via})
 	}
 	s.note("%s: verdict %q not known; taken as continue", ruleRef(t, c, r), v.Kind)
-	return []ruleOut{{st: s, kind: outNext}}
+	return s.one(ruleOut{st: s, kind: outNext})
 }
 
 // reason explains a drop or reject from kube-proxy's own words: the rule's

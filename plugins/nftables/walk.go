@@ -51,6 +51,25 @@ type state struct {
 	affSecs                     int32
 	srcs                        []netip.Prefix
 	notes                       dataplane.Notes
+	// out and res hold the one outcome of a statement or a chain that
+	// leaves a single branch (see one and ended), without allocating:
+	// most do, and a walk of a large node runs millions.
+	out [1]ruleOut
+	res [1]result
+}
+
+// one is the single outcome o of a rule on s, in s's own slice. A caller
+// that keeps it while running another rule on s must copy it first.
+func (s *state) one(o ruleOut) []ruleOut {
+	s.out[0] = o
+	return s.out[:1:1]
+}
+
+// ended is the single result of a chain on s, flowing f, in s's own
+// slice (see one).
+func (s *state) ended(f flow) []result {
+	s.res[0] = result{s, f}
+	return s.res[:1:1]
 }
 
 // clone forks a branch; slices are cut to their length so that an append
@@ -210,7 +229,7 @@ type result struct {
 func (k *walk) chain(s *state, t *Table, c *Chain, depth int, via *hit) []result {
 	if depth > 64 {
 		s.note("chains nested deeper than 64 at %s %s: walk stopped there", t.ID(), c.Name)
-		return []result{{s, flowAccept}}
+		return s.ended(flowAccept)
 	}
 	return k.rules(s, t, c, c.rules(), depth, via)
 }
@@ -219,12 +238,15 @@ func (k *walk) rules(s *state, t *Table, c *Chain, rules []*Rule, depth int, via
 	for i, r := range rules {
 		if k.steps++; k.steps > maxSteps {
 			s.note("more than %d rule evaluations: walk stopped at %s %s", maxSteps, t.ID(), c.Name)
-			return []result{{s, flowAccept}}
+			return s.ended(flowAccept)
 		}
 		outs := k.stmts(s, t, c, r, 0, rctx{prob: 1, via: via})
 		if len(outs) == 1 && outs[0].kind == outNoMatch {
 			s = outs[0].st
 			continue
+		}
+		if len(outs) == 1 {
+			return k.after(outs[0], t, c, rules[i+1:], depth, via)
 		}
 		var res []result
 		for _, o := range outs {
@@ -232,7 +254,7 @@ func (k *walk) rules(s *state, t *Table, c *Chain, rules []*Rule, depth int, via
 		}
 		return res
 	}
-	return []result{{s, flowEnd}}
+	return s.ended(flowEnd)
 }
 
 // after continues a branch after one rule.
@@ -241,18 +263,18 @@ func (k *walk) after(o ruleOut, t *Table, c *Chain, rest []*Rule, depth int, via
 	case outNoMatch, outNext:
 		return k.rules(o.st, t, c, rest, depth, via)
 	case outAccept:
-		return []result{{o.st, flowAccept}}
+		return o.st.ended(flowAccept)
 	case outVerdict:
-		return []result{{o.st, flowVerdict}}
+		return o.st.ended(flowVerdict)
 	case outReturn:
-		return []result{{o.st, flowReturn}}
+		return o.st.ended(flowReturn)
 	}
 	target := t.Chain(o.target)
 	if target == nil {
 		// Only hand-edited input can name a chain that does not exist
 		// (the kernel refuses such a rule).
 		o.st.verdict, o.st.missing = dataplane.Missing, o.target
-		return []result{{o.st, flowVerdict}}
+		return o.st.ended(flowVerdict)
 	}
 	var res []result
 	for _, x := range k.chain(o.st, t, target, depth+1, o.via) {
