@@ -115,8 +115,12 @@ func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 		return pairs(s, x, k.eval(s, t, x.Left), func() []alt { return k.eval(s, t, x.Right) },
 			func(a, b value) value { return binop(x.Op, a, b) })
 	case *MapLookup:
-		var out []alt
-		for _, a := range k.eval(s, t, x.Key) {
+		keys := k.eval(s, t, x.Key)
+		out := make([]alt, 0, len(keys))
+		// The alternatives of a numgen key have no hits of their own:
+		// theirs are carved out of one array.
+		var hits []hit
+		for _, a := range keys {
 			if a.v.kind == vUnknown || a.v.kind == vNone {
 				out = append(out, a)
 				continue
@@ -126,7 +130,15 @@ func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 				out = append(out, alt{v: none(), p: a.p, hits: a.hits})
 				continue
 			}
-			out = append(out, alt{v: h.el.dataValue(), p: a.p, hits: append(slices.Clip(a.hits), *h)})
+			if len(a.hits) > 0 {
+				out = append(out, alt{v: h.el.dataValue(), p: a.p, hits: append(slices.Clip(a.hits), *h)})
+				continue
+			}
+			if hits == nil {
+				hits = make([]hit, 0, len(keys))
+			}
+			hits = append(hits, *h)
+			out = append(out, alt{v: h.el.dataValue(), p: a.p, hits: hits[len(hits)-1 : len(hits) : len(hits)]})
 		}
 		return out
 	case *Unknown:
