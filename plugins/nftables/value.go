@@ -54,27 +54,29 @@ func (v value) String() string {
 	return "?"
 }
 
-// key is the value's canonical form for a set index.
-func (v value) key() (string, bool) {
+// appendKey appends the value's canonical form for a set index to buf;
+// false for a value no index holds.
+func (v value) appendKey(buf []byte) ([]byte, bool) {
 	switch v.kind {
 	case vAddr:
-		return "a" + v.addr.String(), true
+		return v.addr.AppendTo(append(buf, 'a')), true
 	case vInt:
-		return "n" + strconv.FormatUint(v.n, 10), true
+		return strconv.AppendUint(append(buf, 'n'), v.n, 10), true
 	case vStr:
-		return "s" + v.s, true
+		return append(append(buf, 's'), v.s...), true
 	case vConcat:
-		parts := make([]string, len(v.parts))
 		for i, p := range v.parts {
-			k, ok := p.key()
-			if !ok {
-				return "", false
+			if i > 0 {
+				buf = append(buf, 0)
 			}
-			parts[i] = k
+			var ok bool
+			if buf, ok = p.appendKey(buf); !ok {
+				return buf, false
+			}
 		}
-		return strings.Join(parts, "\x00"), true
+		return buf, true
 	}
-	return "", false
+	return buf, false
 }
 
 // buildIndex files elements with exact keys under their canonical form,
@@ -97,8 +99,11 @@ func (s *Set) buildIndex() {
 
 // find returns the element v matches, nil if none.
 func (s *Set) find(v value) *Element {
-	if k, ok := v.key(); ok {
-		if el := s.index[k]; el != nil {
+	// The key is made on the stack, and the lookup by string(bytes)
+	// copies nothing.
+	var arr [64]byte
+	if k, ok := v.appendKey(arr[:0]); ok {
+		if el := s.index[string(k)]; el != nil {
 			return el
 		}
 	}
