@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +89,8 @@ func benchNode(t *testing.T, cfg benchConfig, bin, agent string, r *benchRun) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("load before measuring: %s", loadAverage())
+	busy := waitIdle(3 * time.Minute)
+	t.Logf("load before measuring: %s; CPUs %.0f%% busy", loadAverage(), 100*busy)
 	dir := t.TempDir()
 	m := measurer{t: t, ns: ns, dir: dir, repeat: cfg.Repeat}
 	dumpOut := filepath.Join(dir, "dump")
@@ -211,6 +213,46 @@ func benchMachine() string {
 	}
 	return fmt.Sprintf("%d CPUs (%s), %s, %s, %s; load average %s at the start", runtime.NumCPU(), model, mem, kernel,
 		time.Now().UTC().Format("2006-01-02"), loadAverage())
+}
+
+// waitIdle waits, up to limit, until the CPUs are less than a tenth busy over two seconds
+// (kube-proxy's last sync, the API server's work on the objects, settle) and returns how busy
+// they were last.
+func waitIdle(limit time.Duration) float64 {
+	deadline := time.Now().Add(limit)
+	for {
+		busy := cpuBusy(2 * time.Second)
+		if busy < 0.1 || time.Now().After(deadline) {
+			return busy
+		}
+	}
+}
+
+// cpuBusy is the share of CPU time not idle (nor waiting for I/O) over d, from /proc/stat; 0
+// when it cannot be read.
+func cpuBusy(d time.Duration) float64 {
+	sample := func() (idle, total float64) {
+		b, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return 0, 0
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		for i, f := range strings.Fields(line)[1:] {
+			v, _ := strconv.ParseFloat(f, 64)
+			total += v
+			if i == 3 || i == 4 { // idle, iowait
+				idle += v
+			}
+		}
+		return idle, total
+	}
+	i0, t0 := sample()
+	time.Sleep(d)
+	i1, t1 := sample()
+	if t1 <= t0 {
+		return 0
+	}
+	return 1 - (i1-i0)/(t1-t0)
 }
 
 func loadAverage() string {
