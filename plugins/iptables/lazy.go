@@ -128,25 +128,9 @@ func (p *dumpParser) deferRule(line string, i, n int) error {
 	return nil
 }
 
-// appendLine appends ln to l.lines, sharing one large array between the
-// runs of lines of consecutive chains as appendRule does for rules.
+// appendLine appends ln to l.lines (see runs).
 func (p *dumpParser) appendLine(l *lazyChain, ln lazyLine) {
-	run := l == p.lazyRun && len(l.lines) > 0
-	if !run && len(l.lines) > 0 {
-		l.lines = append(l.lines, ln)
-		p.lazyRun = nil
-		return
-	}
-	if !run {
-		p.lazyRun, p.lazyStart = l, len(p.lazyLines)
-	}
-	if len(p.lazyLines) == cap(p.lazyLines) {
-		size := max(min(2*cap(p.lazyLines), 1<<16), 64, 2*len(l.lines))
-		p.lazyLines = append(make([]lazyLine, 0, size), l.lines...)
-		p.lazyStart = 0
-	}
-	p.lazyLines = append(p.lazyLines, ln)
-	l.lines = p.lazyLines[p.lazyStart:len(p.lazyLines):len(p.lazyLines)]
+	l.lines = p.lazyLines.append(l, l.lines, ln)
 }
 
 // plainWord is the word at line[i:] when it is a plain chain name (no

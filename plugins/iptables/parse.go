@@ -126,9 +126,7 @@ type dumpParser struct {
 	// filed under their chain, to be parsed when the chain is used.
 	lazy      *lazyState
 	lazySlab  parseSlab[lazyChain]
-	lazyLines []lazyLine
-	lazyRun   *lazyChain
-	lazyStart int
+	lazyLines runs[lazyLine]
 
 	// family is decided by the option, a header or the first address;
 	// familyB says by what (for error messages).
@@ -160,10 +158,8 @@ type dumpParser struct {
 	sOpts    []scratchOption
 	sMatches []scratchMatch
 
-	// ptrs holds Chain.Rules of a run of rules of runChain from runStart.
-	ptrs     []*Rule
-	runChain *Chain
-	runStart int
+	// ptrs holds the rules of chains, lazyLines (above) their kept lines.
+	ptrs runs[*Rule]
 
 	chainSlab parseSlab[Chain]
 	rules     parseSlab[Rule]
@@ -305,3 +301,33 @@ func (s *parseSlab[T]) take(n int) []T {
 }
 
 func (s *parseSlab[T]) alloc() *T { return &s.take(1)[0] }
+
+// runs hands out the lists of many owners (a chain's rules, its lines):
+// the items of one owner come one after the other, so a run of them
+// shares one large array instead of growing a slice per owner. A list is
+// capped at its length, so an append by a caller copies rather than
+// overwriting the next owner's.
+type runs[T any] struct {
+	buf   []T
+	owner any // whose run buf ends with, from start
+	start int
+}
+
+// append appends x to list, the list of owner.
+func (r *runs[T]) append(owner any, list []T, x T) []T {
+	run := owner == r.owner && len(list) > 0
+	if !run && len(list) > 0 {
+		r.owner = nil
+		return append(list, x) // the owner's items are not contiguous
+	}
+	if !run {
+		r.owner, r.start = owner, len(r.buf)
+	}
+	if len(r.buf) == cap(r.buf) {
+		size := max(min(2*cap(r.buf), 1<<16), 64, 2*len(list))
+		r.buf = append(make([]T, 0, size), list...)
+		r.start = 0
+	}
+	r.buf = append(r.buf, x)
+	return r.buf[r.start:len(r.buf):len(r.buf)]
+}

@@ -319,25 +319,7 @@ func (p *dumpParser) rule(line string, n int, chain string, toks []lexToken) err
 	return nil
 }
 
-// appendRule appends r to c.rules. Rules of one chain come one after the
-// other, so a run of them shares one large array of pointers instead of
-// growing a slice per chain; c.rules is capped at its length, so an
-// append by a caller copies rather than overwriting the next chain's.
+// appendRule appends r to c.rules (see runs).
 func (p *dumpParser) appendRule(c *Chain, r *Rule) {
-	run := c == p.runChain && len(c.rules) > 0
-	if !run && len(c.rules) > 0 {
-		c.rules = append(c.rules, r) // the chain's rules are not contiguous
-		p.runChain = nil
-		return
-	}
-	if !run {
-		p.runChain, p.runStart = c, len(p.ptrs)
-	}
-	if len(p.ptrs) == cap(p.ptrs) {
-		size := max(min(2*cap(p.ptrs), 1<<16), 64, 2*len(c.rules))
-		p.ptrs = append(make([]*Rule, 0, size), c.rules...)
-		p.runStart = 0
-	}
-	p.ptrs = append(p.ptrs, r)
-	c.rules = p.ptrs[p.runStart:len(p.ptrs):len(p.ptrs)]
+	c.rules = p.ptrs.append(c, c.rules, r)
 }
