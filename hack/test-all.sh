@@ -12,14 +12,16 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need=()
-for tool in iptables nft conntrack ipset ip; do
-	command -v "$tool" >/dev/null 2>&1 || need+=("$tool")
+for tool in iptables nft conntrack ipset ip containerd runc nsenter /usr/lib/cni/ptp; do
+	command -v "$tool" >/dev/null 2>&1 || [ -x "$tool" ] || need+=("$tool")
 done
 if [ ${#need[@]} -gt 0 ]; then
-	echo "== installing kernel tools (missing: ${need[*]})"
+	# The lab's nodes that run Pods need containerd, runc and the CNI plugins.
+	echo "== installing kernel and node tools (missing: ${need[*]})"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq iptables nftables conntrack ipset ipvsadm iproute2 >/dev/null
+	apt-get install -y -qq iptables nftables conntrack ipset ipvsadm iproute2 util-linux \
+		containerd runc containernetworking-plugins >/dev/null
 fi
 
 echo "== gofmt"
@@ -38,8 +40,9 @@ if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/stat
 fi
 "$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")" ./...
 
-echo "== lab binaries (kube-apiserver, kube-proxy, etcd; cached)"
+echo "== lab binaries (kube-apiserver, kube-proxy, etcd, and for nodes that run Pods kubelet, kube-controller-manager, kube-scheduler, kubectl; cached)"
 bash test/tools/build.sh
+bash test/tools/build.sh "" kubelet kube-controller-manager kube-scheduler kubectl
 # The oldest kube-proxy the lab also runs (nftables mode GA), against the same control plane.
 bash test/tools/build.sh v1.33.13 kube-proxy
 

@@ -5,6 +5,8 @@
 #   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver
 #   kube-proxy      k8s.io/kubernetes/cmd/kube-proxy
 #   etcd            go.etcd.io/etcd/server/v3 (the version k8s.io/kubernetes requires)
+# and, for the lab's nodes that run Pods (named only on request):
+#   kubelet, kube-controller-manager, kube-scheduler, kubectl  k8s.io/kubernetes/cmd/<name>
 # into ${SVCTRACE_LAB_CACHE:-$HOME/.cache/svctrace-lab}/<K8S_VERSION>/.
 #
 # K8S_VERSION defaults to $SVCTRACE_LAB_K8S_VERSION, else the version in test/tools/go.mod.
@@ -57,9 +59,9 @@ export CGO_ENABLED=0
 need=()
 for c in "${components[@]}"; do
 	case $c in
-	kube-apiserver | kube-proxy | etcd) ;;
+	kube-apiserver | kube-proxy | etcd | kubelet | kube-controller-manager | kube-scheduler | kubectl) ;;
 	*)
-		log "unknown component '$c' (kube-apiserver, kube-proxy, etcd)"
+		log "unknown component '$c' (kube-apiserver, kube-proxy, etcd, kubelet, kube-controller-manager, kube-scheduler, kubectl)"
 		exit 2
 		;;
 	esac
@@ -122,7 +124,11 @@ gen_module() {
 		echo "tool ("
 		echo "	go.etcd.io/etcd/server/v3"
 		echo "	k8s.io/kubernetes/cmd/kube-apiserver"
+		echo "	k8s.io/kubernetes/cmd/kube-controller-manager"
 		echo "	k8s.io/kubernetes/cmd/kube-proxy"
+		echo "	k8s.io/kubernetes/cmd/kube-scheduler"
+		echo "	k8s.io/kubernetes/cmd/kubectl"
+		echo "	k8s.io/kubernetes/cmd/kubelet"
 		echo ")"
 		echo
 		echo "require ("
@@ -173,7 +179,7 @@ ldflags+=" -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 for c in "${need[@]}"; do
 	case $c in
 	kube-apiserver) pkg=k8s.io/kubernetes/cmd/kube-apiserver ;;
-	kube-proxy) pkg=k8s.io/kubernetes/cmd/kube-proxy ;;
+	kube-proxy | kubelet | kube-controller-manager | kube-scheduler | kubectl) pkg=k8s.io/kubernetes/cmd/$c ;;
 	etcd) pkg=go.etcd.io/etcd/server/v3 ;;
 	esac
 	log "building $c ($pkg) -> $out/$c"
