@@ -269,8 +269,22 @@ func (l *Lab) applyObject(ctx context.Context, obj map[string]any) error {
 	}
 	path := objectPath(apiVersion, res, ns, name)
 	q := "?fieldManager=" + fieldManager + "&force=true"
-	if _, err := l.api.do(ctx, "PATCH", path+q, "application/apply-patch+yaml", body); err != nil {
-		return err
+	for {
+		_, err := l.api.do(ctx, "PATCH", path+q, "application/apply-patch+yaml", body)
+		if err == nil {
+			break
+		}
+		// With kubelets, the controller manager makes each namespace's default
+		// ServiceAccount a moment after the namespace; a Pod waits for it, as kubectl's
+		// user would retry.
+		if !l.kubelets || kind != "Pod" || !strings.Contains(err.Error(), "error looking up service account") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	if withStatus && hasStatus {
 		st := map[string]any{
@@ -426,6 +440,10 @@ func (l *Lab) registerNode(n *Node) error {
 				"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 			}},
 		},
+	}
+	if l.kubelets {
+		// The kubelet reports the node's addresses and conditions itself.
+		delete(obj, "status")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

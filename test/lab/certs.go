@@ -28,6 +28,12 @@ type pki struct {
 	tokensFile string
 	adminToken string
 	proxyToken string
+	kcmToken   string // system:kube-controller-manager
+	schedToken string // system:kube-scheduler
+	// ca signs the certificates of the lab's nodes and clients (issue).
+	caCert *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	serial int64
 }
 
 func writePEM(path, typ string, der []byte) error {
@@ -74,6 +80,7 @@ func makePKI(dir string, ips []net.IP) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.caCert, p.caKey, p.serial = caCert, caKey, 2
 	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	if err := os.WriteFile(p.caFile, p.caPEM, 0o644); err != nil {
 		return nil, err
@@ -127,10 +134,19 @@ func makePKI(dir string, ips []net.IP) (*pki, error) {
 	if p.proxyToken, err = randToken(); err != nil {
 		return nil, err
 	}
+	if p.kcmToken, err = randToken(); err != nil {
+		return nil, err
+	}
+	if p.schedToken, err = randToken(); err != nil {
+		return nil, err
+	}
 	// token,user,uid,"groups"; system:kube-proxy is bound to system:node-proxier by the
-	// bootstrap RBAC policy, as on a real cluster.
-	tokens := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,system:kube-proxy,kube-proxy,\"system:authenticated\"\n",
-		p.adminToken, p.proxyToken)
+	// bootstrap RBAC policy, as on a real cluster, and so are the controller manager's and
+	// the scheduler's users to their roles.
+	tokens := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,system:kube-proxy,kube-proxy,\"system:authenticated\"\n"+
+		"%s,system:kube-controller-manager,kube-controller-manager,\"system:authenticated\"\n"+
+		"%s,system:kube-scheduler,kube-scheduler,\"system:authenticated\"\n",
+		p.adminToken, p.proxyToken, p.kcmToken, p.schedToken)
 	if err := os.WriteFile(p.tokensFile, []byte(tokens), 0o600); err != nil {
 		return nil, err
 	}
@@ -157,4 +173,76 @@ contexts:
     user: %s
 current-context: svctrace-lab
 `, server, b64(caPEM), user, token, user)
+}
+
+// certSpec describes a certificate the lab CA issues.
+type certSpec struct {
+	cn     string
+	orgs   []string
+	ips    []net.IP
+	dns    []string
+	server bool // server auth; else client auth
+}
+
+// issue writes a key and a certificate signed by the lab CA to dir/name.{crt,key} and returns
+// their paths.
+func (p *pki) issue(dir, name string, s certSpec) (certFile, keyFile string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	p.serial++
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.serial),
+		Subject:      pkix.Name{CommonName: s.cn, Organization: s.orgs},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		IPAddresses:  s.ips,
+		DNSNames:     s.dns,
+	}
+	if s.server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	if err != nil {
+		return "", "", err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
+		return "", "", err
+	}
+	if err := writePEM(keyFile, "EC PRIVATE KEY", keyDER); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}
+
+// certKubeconfig renders a kubeconfig for server with a client certificate.
+func certKubeconfig(server string, caPEM []byte, user, certFile, keyFile string) []byte {
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: svctrace-lab
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: %s
+  user:
+    client-certificate: %s
+    client-key: %s
+contexts:
+- name: svctrace-lab
+  context:
+    cluster: svctrace-lab
+    user: %s
+current-context: svctrace-lab
+`, server, b64(caPEM), user, certFile, keyFile, user)
 }

@@ -39,6 +39,13 @@ type Options struct {
 	ProxyVersion string
 	// APIServerArgs are appended to kube-apiserver's flags.
 	APIServerArgs []string
+	// Kubelets makes the nodes run Pods: every node namespace gets its own containerd and
+	// kubelet (registered with a client certificate of its own), and kube-controller-manager
+	// and kube-scheduler run beside the API server, so that Deployments make Pods and the
+	// EndpointSlice controller their endpoints. Pods run the lab's images (PauseImage,
+	// LabnetImage), imported into each containerd. Needs the Debian packages containerd, runc
+	// and containernetworking-plugins.
+	Kubelets bool
 }
 
 // Node is one node namespace.
@@ -53,6 +60,7 @@ type Node struct {
 	nextVeth     int
 	proxy        *proc
 	proxyMinSync time.Duration
+	runtime      *nodeRuntime // containerd and kubelet (Options.Kubelets)
 }
 
 // Lab is a running control plane with node namespaces. Its methods are safe for concurrent
@@ -80,6 +88,7 @@ type Lab struct {
 	pki       *pki
 	api       *apiClient
 	startTime time.Time
+	kubelets  bool // Options.Kubelets
 
 	mu         sync.Mutex
 	nodes      []*Node
@@ -121,13 +130,26 @@ func Start(t testing.TB, opts Options) *Lab {
 	}
 	cpBin := EnsureBinaries(t, opts.K8sVersion, "kube-apiserver", "etcd")
 	EnsureBinaries(t, opts.ProxyVersion, "kube-proxy")
+	if opts.Kubelets {
+		requireClusterTools(t)
+		EnsureBinaries(t, opts.K8sVersion, clusterComponents...)
+	}
 	l := startNetwork(t, opts)
+	l.kubelets = opts.Kubelets
 	if err := l.startControlPlane(cpBin, opts.APIServerArgs); err != nil {
 		t.Fatalf("lab: control plane: %v", err)
 	}
 	for _, n := range l.nodes {
 		if err := l.registerNode(n); err != nil {
 			t.Fatalf("lab: node %s: %v", n.Name, err)
+		}
+	}
+	if opts.Kubelets {
+		if err := l.startControllers(cpBin); err != nil {
+			t.Fatalf("lab: controllers: %v", err)
+		}
+		if err := l.startNodes(cpBin); err != nil {
+			t.Fatalf("lab: %v", err)
 		}
 	}
 	t.Logf("lab: %s up with %d nodes in %v (namespaces %s*, dir %s)", l.K8sVersion, len(l.nodes),

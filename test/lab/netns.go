@@ -121,6 +121,8 @@ func CleanupStale() error {
 	}
 	staleName := regexp.MustCompile(`^` + NamespacePrefix + `([0-9]+)-`)
 	var errs []error
+	// Nodes that ran Pods leave processes, cgroups and mounts outside their namespaces.
+	errs = append(errs, cleanupStaleRuntimes(func(pid int) bool { return pid != os.Getpid() && !pidAlive(pid) }))
 	for _, e := range entries {
 		m := staleName.FindStringSubmatch(e.Name())
 		if m == nil {

@@ -58,14 +58,25 @@ func (p *proc) stop(grace time.Duration) error {
 // startProc starts argv inside namespace ns (ip netns exec execs it, so the PID is the
 // program's), logging to Dir/<name>.log. The process dies with the test process (Pdeathsig).
 func (l *Lab) startProc(name, ns string, argv ...string) (*proc, error) {
+	return l.startProcWith(name, append([]string{"ip", "netns", "exec", ns}, argv...))
+}
+
+// startHostMountsProc starts argv in namespace ns like startProc, but in the host's mount
+// namespace (nsenter --net): `ip netns exec` gives each program a mount namespace of its own,
+// and containerd and the kubelet must see each other's mounts (volumes, sandboxes).
+func (l *Lab) startHostMountsProc(name, ns string, argv ...string) (*proc, error) {
+	return l.startProcWith(name, append([]string{"nsenter", "--net=" + filepath.Join(netnsDir, ns), "--"}, argv...))
+}
+
+func (l *Lab) startProcWith(name string, argv []string) (*proc, error) {
 	logPath := filepath.Join(l.Dir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "### %s: ip netns exec %s %s\n", time.Now().Format(time.RFC3339Nano), ns, strings.Join(argv, " "))
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	fmt.Fprintf(f, "### %s: %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(argv, " "))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.Dir = l.Dir
@@ -134,15 +145,22 @@ func (l *Lab) startControlPlane(bin string, extra []string) error {
 		"--tls-cert-file=" + p.certFile,
 		"--tls-private-key-file=" + p.keyFile,
 		"--token-auth-file=" + p.tokensFile,
-		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + p.saKeyFile,
 		"--service-account-signing-key-file=" + p.saKeyFile,
-		// No controller-manager creates ServiceAccounts; pods are created without one.
-		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true",
 		"--profiling=false",
+	}
+	if l.kubelets {
+		more, err := l.clusterAPIServerArgs()
+		if err != nil {
+			return err
+		}
+		args = append(args, more...)
+	} else {
+		// No controller-manager creates ServiceAccounts; pods are created without one.
+		args = append(args, "--authorization-mode=RBAC", "--disable-admission-plugins=ServiceAccount")
 	}
 	args = append(args, extra...)
 	apiserver, err := l.startProc("kube-apiserver", l.cpNS, args...)

@@ -61,8 +61,15 @@ func (l *Lab) teardownNow() {
 		l.closed = true
 		procs := slices.Clone(l.procs)
 		namespaces := slices.Clone(l.namespaces)
+		nodes := slices.Clone(l.nodes)
 		l.mu.Unlock()
 		var errs []error
+		// Kubelets and containerds first, with their Pods, cgroups and mounts.
+		for _, n := range nodes {
+			if n.runtime != nil {
+				errs = append(errs, stopNodeRuntime(n.runtime))
+			}
+		}
 		// Reverse start order: kube-proxies and listeners, then kube-apiserver, then etcd.
 		for _, p := range slices.Backward(procs) {
 			if err := p.stop(5 * time.Second); err != nil {
