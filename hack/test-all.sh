@@ -15,6 +15,10 @@ need=()
 for tool in iptables nft conntrack ipset ip containerd runc nsenter /usr/lib/cni/ptp; do
 	command -v "$tool" >/dev/null 2>&1 || [ -x "$tool" ] || need+=("$tool")
 done
+# Images take the kernel tools from Debian packages (apt-get download): apt needs its lists.
+if ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
+	need+=("apt lists")
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	# The lab's nodes that run Pods need containerd, runc and the CNI plugins.
 	echo "== installing kernel and node tools (missing: ${need[*]})"
