@@ -127,7 +127,12 @@ func (l *Lab) startNodes(bin string) error {
 		return err
 	}
 	for _, n := range l.nodes {
-		rt := &nodeRuntime{dir: filepath.Join(l.Dir, l.prefix+n.Name), cgroupRoot: "/" + l.prefix + n.Name}
+		// Not under l.Dir: the kubelet's and containerd's sockets must fit in a socket
+		// address (108 bytes), whatever the test's name.
+		rt := &nodeRuntime{dir: filepath.Join(os.TempDir(), l.prefix+n.Name), cgroupRoot: "/" + l.prefix + n.Name}
+		if err := os.Mkdir(rt.dir, 0o755); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
 		rt.socket = filepath.Join(rt.dir, "containerd.sock")
 		l.mu.Lock()
 		n.runtime = rt
@@ -207,7 +212,11 @@ func stopNodeRuntime(rt *nodeRuntime) error {
 		errs = append(errs, rt.containerd.stop(10*time.Second))
 	}
 	killShims(rt.dir)
-	errs = append(errs, unmountUnder(rt.dir))
+	if err := unmountUnder(rt.dir); err != nil {
+		// Keep the files under mounts that stay.
+		return errors.Join(append(errs, err)...)
+	}
+	errs = append(errs, os.RemoveAll(rt.dir))
 	return errors.Join(errs...)
 }
 
@@ -330,6 +339,16 @@ func cleanupStaleRuntimes(dead func(pid int) bool) error {
 		}
 		for d := range dirs {
 			errs = append(errs, unmountUnder(d))
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), NamespacePrefix+"*-node*"))
+	for _, d := range dirs {
+		if _, ok := isStale(d); ok {
+			if err := unmountUnder(d); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, os.RemoveAll(d))
 		}
 	}
 	return errors.Join(errs...)

@@ -157,6 +157,9 @@ func TestLabKubelets(t *testing.T) {
 				t.Errorf("%s still running", p.name)
 			}
 		}
+		if _, err := os.Stat(rt.dir); err == nil {
+			t.Errorf("directory %s left behind", rt.dir)
+		}
 		if netnsExists(n.NetNS) {
 			t.Errorf("namespace %s left behind", n.NetNS)
 		}
@@ -169,4 +172,49 @@ func TestLabKubelets(t *testing.T) {
 		}
 	}
 	fmt.Fprintln(os.Stderr, "lab: clean")
+}
+
+// TestLabKubeProxyDaemonSet: kube-proxy runs as a DaemonSet from the lab's image, configured
+// by its ConfigMap, in each mode, and sends a lab pod's connections to a Deployment's Pods.
+func TestLabKubeProxyDaemonSet(t *testing.T) {
+	for _, mode := range []string{"iptables", "nftables"} {
+		t.Run(mode, func(t *testing.T) {
+			l := Start(t, Options{Nodes: 2, Kubelets: true})
+			l.Apply(t, clusterWorkloads)
+			if _, err := l.WaitEndpoints("default", "web", 2, 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.DeployKubeProxy(mode, ""); err != nil {
+				t.Fatal(err)
+			}
+			var want string
+			switch mode {
+			case "iptables":
+				want = "KUBE-SERVICES"
+			case "nftables":
+				want = "table ip kube-proxy"
+			}
+			out, err := l.Exec("node2", "sh", "-c", "iptables-save -t nat 2>/dev/null; nft list tables")
+			if err != nil || !strings.Contains(out, want) {
+				t.Fatalf("node2 holds no %q: %v\n%s", want, err, out)
+			}
+			ip, err := l.ClusterIP("default", "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.AddPod("node1", "client", ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.WaitSynced("node1"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := l.Dial("client", "tcp", ip+":80", 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Hits) != 2 {
+				t.Errorf("connections reached %v, want both web Pods", res.Hits)
+			}
+		})
+	}
 }

@@ -13,7 +13,7 @@ import (
 // nodeRuntime is what runs Pods on a node: its own containerd (root, state, socket, CNI
 // configuration) and its own kubelet (root dir, cgroup root, credentials).
 type nodeRuntime struct {
-	dir        string // <lab dir>/<node>
+	dir        string // $TMPDIR/svct-<pid>-<rnd>-<node>
 	socket     string // containerd's CRI socket
 	cgroupRoot string // "/svct-<pid>-<rnd>-node1" in every cgroup v1 hierarchy
 	containerd *proc

@@ -61,6 +61,7 @@ type Node struct {
 	proxy        *proc
 	proxyMinSync time.Duration
 	runtime      *nodeRuntime // containerd and kubelet (Options.Kubelets)
+	proxyPod     bool         // kube-proxy runs as a Pod (DeployKubeProxy)
 }
 
 // Lab is a running control plane with node namespaces. Its methods are safe for concurrent

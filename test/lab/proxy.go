@@ -245,9 +245,28 @@ func (l *Lab) waitSynced(n *Node, timeout time.Duration) error {
 	l.mu.Lock()
 	p := n.proxy
 	quiet := n.proxyMinSync + 500*time.Millisecond
+	pod := n.proxyPod
 	l.mu.Unlock()
-	if p == nil {
+	if p == nil && !pod {
 		return fmt.Errorf("no kube-proxy running on %s", n.Name)
+	}
+	logTail := func() string {
+		if p == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			pod, err := l.Kubectl(ctx, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-proxy",
+				"--field-selector=spec.nodeName="+n.Name, "-o", "name")
+			if err != nil || strings.TrimSpace(pod) == "" {
+				return fmt.Sprintf("(no kube-proxy Pod on %s: %v)", n.Name, err)
+			}
+			out, err := l.Kubectl(ctx, "-n", "kube-system", "logs", strings.TrimSpace(pod), "--tail=30")
+			if err != nil {
+				return err.Error()
+			}
+			return out
+		}
+		b, _ := os.ReadFile(p.log)
+		return lastLines(string(b), 30)
 	}
 	deadline := time.Now().Add(timeout)
 	var (
@@ -258,9 +277,8 @@ func (l *Lab) waitSynced(n *Node, timeout time.Duration) error {
 		last       string
 	)
 	for {
-		if p.exited() {
-			b, _ := os.ReadFile(p.log)
-			return fmt.Errorf("kube-proxy exited: %v\n%s", p.err, lastLines(string(b), 30))
+		if p != nil && p.exited() {
+			return fmt.Errorf("kube-proxy exited: %v\n%s", p.err, logTail())
 		}
 		m, err := l.readSyncMetrics(n)
 		if err == nil {
@@ -285,8 +303,7 @@ func (l *Lab) waitSynced(n *Node, timeout time.Duration) error {
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(p.log)
-			return fmt.Errorf("not synced after %v (%s)\n%s", timeout, last, lastLines(string(b), 30))
+			return fmt.Errorf("not synced after %v (%s)\n%s", timeout, last, logTail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
