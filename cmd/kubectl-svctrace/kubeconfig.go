@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -58,8 +60,11 @@ func restConfig(cf *genericclioptions.ConfigFlags) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig: %w", err)
 	}
-	if clientcmd.IsEmptyConfig(clientcmd.Validate(raw)) && !serverGiven(cf) && !inCluster() {
-		return nil, &noKubeconfigError{explicit: deref(cf.KubeConfig), env: os.Getenv(clientcmd.RecommendedConfigPathEnvVar)}
+	if clientcmd.IsEmptyConfig(clientcmd.Validate(raw)) && !serverGiven(cf) {
+		if !inCluster() {
+			return nil, &noKubeconfigError{explicit: deref(cf.KubeConfig), env: os.Getenv(clientcmd.RecommendedConfigPathEnvVar)}
+		}
+		return inClusterConfig(cf)
 	}
 	cfg, err := cf.ToRESTConfig()
 	if err != nil {
@@ -79,6 +84,34 @@ func serverGiven(cf *genericclioptions.ConfigFlags) bool {
 func inCluster() bool {
 	_, err := rest.InClusterConfig()
 	return err == nil
+}
+
+// inClusterConfig is the configuration of the pod's service account, with the flags that
+// still apply in a pod: --request-timeout and impersonation. client-go falls back to it by
+// itself only when no flag changed the default configuration, and svctrace always sets a
+// request timeout.
+func inClusterConfig(cf *genericclioptions.ConfigFlags) (*rest.Config, error) {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("in-cluster configuration: %w", err)
+	}
+	if t := deref(cf.Timeout); t != "" && t != "0" {
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			// kubectl's form without a unit means seconds.
+			secs, serr := strconv.Atoi(t)
+			if serr != nil {
+				return nil, fmt.Errorf("--request-timeout %q: %w", t, err)
+			}
+			d = time.Duration(secs) * time.Second
+		}
+		cfg.Timeout = d
+	}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: deref(cf.Impersonate), UID: deref(cf.ImpersonateUID)}
+	if cf.ImpersonateGroup != nil {
+		cfg.Impersonate.Groups = *cf.ImpersonateGroup
+	}
+	return cfg, nil
 }
 
 func deref(s *string) string {
