@@ -121,8 +121,26 @@ func (l *Lab) startContainerd(n *Node, rt *nodeRuntime, images string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if out, err := run(ctx, "ctr", "--address", rt.socket, "--namespace", "k8s.io", "images", "import", images); err != nil {
-		return fmt.Errorf("importing the lab's images into %s's containerd: %v\n%s", n.Name, err, out)
+	return importImages(ctx, n, images)
+}
+
+func importImages(ctx context.Context, n *Node, archive string) error {
+	if out, err := run(ctx, "ctr", "--address", n.runtime.socket, "--namespace", "k8s.io", "images", "import", archive); err != nil {
+		return fmt.Errorf("importing %s into %s's containerd: %v\n%s", archive, n.Name, err, out)
+	}
+	return nil
+}
+
+// ImportImages imports an image archive (docker save's layout, as hack/image.sh writes it)
+// into every node's containerd, for Pods with imagePullPolicy: Never. Needs Options.Kubelets.
+func (l *Lab) ImportImages(ctx context.Context, archive string) error {
+	for _, n := range l.Nodes() {
+		if n.runtime == nil {
+			return fmt.Errorf("lab: node %s runs no containerd (Options.Kubelets)", n.Name)
+		}
+		if err := importImages(ctx, n, archive); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -20,32 +20,8 @@ import (
 // one as `iptables`, Debian's default), nft, conntrack and ipset.
 var kubeProxyImagePackages = []string{"iptables", "nftables", "conntrack", "ipset"}
 
-// imageExcludes are dependencies a container never runs (init-script helpers).
-var imageExcludes = []string{"lsb-base", "sysvinit-utils"}
-
 // KubeProxyImage names the lab's kube-proxy image of a version.
 func KubeProxyImage(version string) string { return "svctrace.local/lab/kube-proxy:" + version }
-
-// alternatives are the links update-alternatives makes when iptables is installed (the
-// package holds only the -nft and -legacy names).
-var alternatives = map[string]string{
-	"/usr/sbin/iptables": "iptables-nft", "/usr/sbin/iptables-save": "iptables-nft-save", "/usr/sbin/iptables-restore": "iptables-nft-restore",
-	"/usr/sbin/ip6tables": "ip6tables-nft", "/usr/sbin/ip6tables-save": "ip6tables-nft-save", "/usr/sbin/ip6tables-restore": "ip6tables-nft-restore",
-}
-
-// debianTools are the files of the kernel tools' packages, with the alternatives' links, and
-// the packages taken (cached under the lab cache's debs directory).
-func debianTools(ctx context.Context, packages []string) ([]ociimage.File, []string, error) {
-	files, taken, err := ociimage.DebianFiles(ctx, ociimage.DebianOptions{
-		Packages: packages, Exclude: imageExcludes, CacheDir: filepath.Join(CacheDir(), "debs")})
-	if err != nil {
-		return nil, nil, err
-	}
-	for link, target := range alternatives {
-		files = append(files, ociimage.File{Path: link, Link: target})
-	}
-	return files, taken, nil
-}
 
 // buildKubeProxyImage writes the kube-proxy image of version into an archive in dir.
 func buildKubeProxyImage(ctx context.Context, dir, version string) (string, error) {
@@ -57,7 +33,7 @@ func buildKubeProxyImage(ctx context.Context, dir, version string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	files, taken, err := debianTools(ctx, kubeProxyImagePackages)
+	files, taken, err := ociimage.KernelTools(ctx, filepath.Join(CacheDir(), "debs"), kubeProxyImagePackages...)
 	if err != nil {
 		return "", fmt.Errorf("kube-proxy image: %w", err)
 	}
@@ -193,10 +169,8 @@ func (l *Lab) DeployKubeProxy(mode, config string) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range l.Nodes() {
-		if out, err := run(ctx, "ctr", "--address", n.runtime.socket, "--namespace", "k8s.io", "images", "import", archive); err != nil {
-			return fmt.Errorf("importing the kube-proxy image into %s's containerd: %v\n%s", n.Name, err, out)
-		}
+	if err := l.ImportImages(ctx, archive); err != nil {
+		return err
 	}
 	if err := l.ApplyE(ctx, kubeProxyManifests(l, l.ProxyVersion, mode, config)); err != nil {
 		return err
