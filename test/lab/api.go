@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"testing"
 	"time"
 
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -173,7 +172,7 @@ func objectPath(apiVersion string, res apiResource, namespace, name string) stri
 // by ---, or a kind: List) with server-side apply, as admin. A "status" in an object is applied
 // to its status subresource too (Pod IPs, Node addresses, ...). Namespaces that do not exist are
 // created. Fails the test on error.
-func (l *Lab) Apply(t testing.TB, yamlText string) {
+func (l *Lab) Apply(t TB, yamlText string) {
 	t.Helper()
 	if err := l.ApplyE(context.Background(), yamlText); err != nil {
 		t.Fatalf("lab: apply: %v", err)

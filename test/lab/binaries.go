@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"testing"
 )
 
 // DefaultK8sVersion is the Kubernetes release the lab builds when SVCTRACE_LAB_K8S_VERSION is
@@ -67,7 +66,7 @@ func CacheDir() string {
 func inCI() bool { return os.Getenv("CI") == "true" }
 
 // skipOrFatal fails under CI=true and skips otherwise.
-func skipOrFatal(t testing.TB, format string, args ...any) {
+func skipOrFatal(t TB, format string, args ...any) {
 	t.Helper()
 	if inCI() {
 		t.Fatalf("lab: "+format, args...)
@@ -76,7 +75,7 @@ func skipOrFatal(t testing.TB, format string, args ...any) {
 }
 
 // requireRoot skips (fails under CI) when the process cannot manage network namespaces.
-func requireRoot(t testing.TB) {
+func requireRoot(t TB) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		skipOrFatal(t, "needs Linux, running on %s", runtime.GOOS)
@@ -113,7 +112,7 @@ func buildScript() (string, error) {
 // kube-proxy, etcd; all three when none are named) for version, running test/tools/build.sh
 // when some are missing. Build progress goes to stderr. Missing binaries skip the test, or
 // fail it under CI=true.
-func EnsureBinaries(t testing.TB, version string, components ...string) string {
+func EnsureBinaries(t TB, version string, components ...string) string {
 	t.Helper()
 	dir, err := ensureBinaries(version, components...)
 	if err != nil {

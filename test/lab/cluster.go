@@ -26,11 +26,7 @@ var clusterComponents = []string{"kubelet", "kube-controller-manager", "kube-sch
 var clusterTools = []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "nsenter", "/usr/lib/cni/ptp", "/usr/lib/cni/host-local", "/usr/lib/cni/portmap", "/usr/lib/cni/loopback"}
 
 // requireClusterTools skips (fails under CI) when a program the nodes need is missing.
-func requireClusterTools(t interface {
-	Helper()
-	Skipf(string, ...any)
-	Fatalf(string, ...any)
-}) {
+func requireClusterTools(t TB) {
 	t.Helper()
 	for _, tool := range clusterTools {
 		if _, err := lookTool(tool); err != nil {

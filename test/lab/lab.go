@@ -12,7 +12,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -28,6 +27,18 @@ const (
 	metricsAddr  = "127.0.0.1:10249"
 	podGatewayIP = "169.254.1.1" // pods' default gateway, answered by a static neighbour entry
 )
+
+// TB is what the lab needs of its caller: a test (*testing.T, testing.TB), or the runner of
+// hack/lab.sh. Fatalf and Skipf must not return.
+type TB interface {
+	Helper()
+	Logf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+	Failed() bool
+}
 
 // Options configures Start.
 type Options struct {
@@ -81,7 +92,7 @@ type Lab struct {
 	// K8sVersion is the control-plane version; ProxyVersion the default kube-proxy version.
 	K8sVersion, ProxyVersion string
 
-	t         testing.TB
+	t         TB
 	prefix    string
 	netNS     string // bridge namespace
 	cpNS      string // control-plane namespace
@@ -111,7 +122,7 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // with etcd and kube-apiserver, opts.Nodes node namespaces with Node objects in the API, and
 // routes between the nodes' pod CIDRs. It skips the test when not root (fails under CI=true).
 // Everything is torn down when the test ends.
-func Start(t testing.TB, opts Options) *Lab {
+func Start(t TB, opts Options) *Lab {
 	t.Helper()
 	requireRoot(t)
 	if opts.Nodes <= 0 {
@@ -160,7 +171,7 @@ func Start(t testing.TB, opts Options) *Lab {
 
 // startNetwork creates the namespaces, bridge, node routes and the labnet helper, without a
 // control plane (pods then need NoAPIObject).
-func startNetwork(t testing.TB, opts Options) *Lab {
+func startNetwork(t TB, opts Options) *Lab {
 	t.Helper()
 	rnd := make([]byte, 3)
 	rand.Read(rnd)
