@@ -211,3 +211,22 @@ func TestNFTablesWithIPTablesLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// The chains a kubelet writes on every node (the hint of the iptables
+// backend, its canary, KUBE-FIREWALL) are no leftover of iptables mode beside
+// kube-proxy's nftables table: the capture is of a real kubelet's node.
+func TestNFTablesWithKubeletChains(t *testing.T) {
+	dir := "../../testdata/kube-proxy-v1.36.3/two-nodes/"
+	snap := filepath.Join(t.TempDir(), "snap.yaml")
+	if _, stderr, code := run(t, "collect", "--node", "node2", "--objects", dir+"objects.yaml", "--nft-json", dir+"node2.nft.json",
+		"--iptables-save", "../../testdata/kubelet-v1.36.3/iptables-nft-save.txt", "-f", snap); code != 0 {
+		t.Fatalf("collect: exit %d: %s", code, stderr)
+	}
+	out, stderr, code := run(t, "drift", "--snapshot", snap, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (no drift): %s\n%s", code, out, stderr)
+	}
+	if r := decodeDrift(t, out); len(r.Findings) != 0 || r.Nodes[0].Mode != "nftables" {
+		t.Errorf("mode %q, findings %+v; want nftables and none", r.Nodes[0].Mode, r.Findings)
+	}
+}

@@ -151,9 +151,16 @@ func chainRules(c *Chain) []string {
 	return out
 }
 
-// kubeletChains are KUBE- chains the kubelet, not kube-proxy, owns.
+// kubeletChain tells the KUBE- chains the kubelet, not kube-proxy, owns:
+// every node has KUBE-IPTABLES-HINT (which iptables backend the node uses),
+// KUBE-KUBELET-CANARY and KUBE-FIREWALL, whatever kube-proxy's mode, and
+// older kubelets also made KUBE-MARK-DROP.
 func kubeletChain(name string) bool {
-	return name == "KUBE-KUBELET-CANARY" || name == "KUBE-FIREWALL" || name == "KUBE-MARK-DROP"
+	switch name {
+	case "KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANARY", "KUBE-FIREWALL", "KUBE-MARK-DROP":
+		return true
+	}
+	return false
 }
 
 // ModeLeftovers reports kube-proxy's iptables chains on a node whose
