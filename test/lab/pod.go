@@ -326,15 +326,31 @@ type DialResult struct {
 // counts the backends that answered. err is non-nil only when labnet could not run at all or
 // the kernel lacks SCTP; failed attempts are in DialResult.Errors.
 func (l *Lab) Dial(from, proto, addr string, count int, extraArgs ...string) (DialResult, error) {
-	res := DialResult{Hits: map[string]int{}}
 	ns, err := l.NetNS(from)
 	if err != nil {
-		return res, err
+		return DialResult{Hits: map[string]int{}}, err
 	}
 	args := append([]string{l.labnet, "dial", strings.ToLower(proto), addr, "--count", strconv.Itoa(count)}, extraArgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(count)*3*time.Second+10*time.Second)
 	defer cancel()
 	out, err := nsExec(ctx, ns, args...)
+	return parseDial(out, err)
+}
+
+// DialFromPod is Dial from a Pod the kubelets run (Options.Kubelets), whose image holds labnet
+// as /labnet (LabnetImage): `kubectl exec` runs the dial in it.
+func (l *Lab) DialFromPod(namespace, pod, proto, addr string, count int, extraArgs ...string) (DialResult, error) {
+	args := append([]string{"-n", namespace, "exec", pod, "--", "/labnet", "dial", strings.ToLower(proto), addr,
+		"--count", strconv.Itoa(count)}, extraArgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(count)*3*time.Second+20*time.Second)
+	defer cancel()
+	out, err := l.Kubectl(ctx, args...)
+	return parseDial(out, err)
+}
+
+// parseDial counts labnet dial's answers: a backend's name per line, or ERROR and a reason.
+func parseDial(out string, err error) (DialResult, error) {
+	res := DialResult{Hits: map[string]int{}}
 	for line := range strings.Lines(out) {
 		line = strings.TrimSpace(line)
 		switch {

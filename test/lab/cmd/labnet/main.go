@@ -6,10 +6,14 @@
 //	labnet serve --name NAME [--tcp PORT]... [--udp PORT]... [--sctp PORT]... [--ready-file F]
 //	labnet dial tcp|udp|sctp HOST:PORT [--count N] [--src IP] [--timeout D]
 //	labnet sctp-check
+//	labnet exists FILE | labnet remove FILE
 //
 // serve answers every TCP connection, UDP datagram and SCTP association with NAME and a
 // newline, so a client can tell which backend it reached. It writes --ready-file once all
 // listeners are bound.
+//
+// exists exits 0 when FILE exists and 1 when not; remove removes it. In a container image that
+// holds labnet alone, they are a readiness probe on the --ready-file and the way to fail it.
 //
 // dial makes --count separate attempts (a new socket, hence a new source port, each time) and
 // prints one line per attempt: the name the server answered, or "ERROR <reason>". It exits 1
@@ -51,6 +55,19 @@ func main() {
 		err = dial(os.Args[2:])
 	case "hold":
 		err = hold(os.Args[2:])
+	case "exists":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		if _, e := os.Stat(os.Args[2]); e != nil {
+			os.Exit(1)
+		}
+		return
+	case "remove":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = os.Remove(os.Args[2])
 	case "sctp-check":
 		if e := sctpCheck(); e != nil {
 			fmt.Fprintln(os.Stderr, "labnet: sctp:", e)
@@ -74,7 +91,9 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   labnet serve --name NAME [--tcp PORT]... [--udp PORT]... [--sctp PORT]... [--ready-file F]
   labnet dial tcp|udp|sctp HOST:PORT [--count N] [--src IP] [--timeout D]
-  labnet sctp-check`)
+  labnet sctp-check
+  labnet exists FILE
+  labnet remove FILE`)
 	os.Exit(2)
 }
 
