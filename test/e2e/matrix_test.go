@@ -216,6 +216,22 @@ spec:
 		setAltPort(81)
 		waitDrift(t, c, "node1", nil)
 	})
+	kernelChanges(t, c)
+	t.Run("kube-proxy restarted repairs everything", func(t *testing.T) {
+		if err := c.startProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitSynced("node1"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", nil)
+		waitDrift(t, c, "node2", nil)
+	})
+}
+
+// kernelChanges edits kube-proxy's rules on node1 behind its back (kube-proxy is stopped),
+// each change undone or left for the restart that follows.
+func kernelChanges(t *testing.T, c *cluster) {
 	if c.mode == "nftables" {
 		nftKernelChanges(t, c)
 	} else {
@@ -257,16 +273,6 @@ spec:
 			waitDrift(t, c, "node1", []string{"MissingEndpoint default/web:http " + web1 + ":8080|absent"})
 		})
 	}
-	t.Run("kube-proxy restarted repairs everything", func(t *testing.T) {
-		if err := c.startProxy("node1"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.WaitSynced("node1"); err != nil {
-			t.Fatal(err)
-		}
-		waitDrift(t, c, "node1", nil)
-		waitDrift(t, c, "node2", nil)
-	})
 }
 
 // nftKernelChanges edits kube-proxy's nftables table behind its back

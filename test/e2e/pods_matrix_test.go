@@ -127,6 +127,7 @@ func runPodsMatrix(t *testing.T, mode string) {
 	t.Run("traffic", func(t *testing.T) { c.checkPodsTraffic(t) })
 	t.Run("terminating", func(t *testing.T) { c.checkTerminating(t) })
 	t.Run("readiness", func(t *testing.T) { c.checkReadiness(t) })
+	t.Run("changes", func(t *testing.T) { c.checkPodsChanges(t) })
 }
 
 // readPodRoles finds the Pods of podRoles and fills c.pods by role.
@@ -362,7 +363,7 @@ func (c *cluster) checkTerminating(t *testing.T) {
 }
 
 // checkReadiness fails web-2's readiness probe: its endpoint goes, kube-proxy follows, and so
-// does svctrace, with no drift on either node.
+// does svctrace, with no drift on either node; then passes it again.
 func (c *cluster) checkReadiness(t *testing.T) {
 	if _, err := c.Kubectl(t.Context(), "exec", c.pods["web-2"].Name, "--", "/labnet", "remove", "/ready"); err != nil {
 		t.Fatal(err)
@@ -381,4 +382,126 @@ func (c *cluster) checkReadiness(t *testing.T) {
 	if res.Hits["web-2"] > 0 || res.Hits["web-1"] == 0 || res.Hits["web-3"] == 0 {
 		t.Errorf("with web-2 unready, connections reached %v", res)
 	}
+	// Ready again: the endpoint comes back.
+	if _, err := c.Kubectl(t.Context(), "exec", c.pods["web-2"].Name, "--", "/labnet", "create", "/ready"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitEndpoints("default", "web", 3, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.waitPredicted(t, "web", []string{"web-1", "web-2", "web-3"})
+}
+
+// soloService selects the Pods of solo-a (node1) and solo-b (node2) alone: a readiness change
+// of web's Pods would move every Service of the matrix that selects them.
+const soloService = `apiVersion: v1
+kind: Service
+metadata: {name: solo, namespace: default}
+spec:
+  selector: {app: solo}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+`
+
+// checkPodsChanges takes kube-proxy's Pod off node1 and makes one change at a time, each undone
+// before the next, as checkChanges does with the process; a Pod put back repairs everything.
+func (c *cluster) checkPodsChanges(t *testing.T) {
+	c.Apply(t, strings.Join([]string{
+		podDeployment("solo-a", "node1", "solo", 1, false, `--tcp, "8080"`),
+		podDeployment("solo-b", "node2", "solo", 1, false, `--tcp, "8080"`),
+		soloService}, "---\n"))
+	eps, err := c.WaitEndpoints("default", "solo", 2, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitSynced("node1"); err != nil {
+		t.Fatal(err)
+	}
+	waitDrift(t, c, "node1", nil)
+	if err := c.StopKubeProxyPod("node1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("endpoint not ready", func(t *testing.T) {
+		out, err := c.Kubectl(t.Context(), "get", "pods", "-l", "deployment=solo-b", "-o", "jsonpath={.items[0].metadata.name} {.items[0].status.podIP}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod, ip, _ := strings.Cut(out, " ")
+		if !slices.Contains(eps, ip) {
+			t.Fatalf("solo-b's Pod %s at %q is not among solo's endpoints %v", pod, ip, eps)
+		}
+		readiness := func(verb string, ready int) {
+			if _, err := c.Kubectl(t.Context(), "exec", pod, "--", "/labnet", verb, "/ready"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.WaitEndpoints("default", "solo", ready, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		readiness("remove", 1)
+		waitDrift(t, c, "node1", []string{"StaleEndpoint default/solo:http absent|" + ip + ":8080"})
+		readiness("create", 2)
+		waitDrift(t, c, "node1", nil)
+	})
+	t.Run("service deleted", func(t *testing.T) {
+		ip := clusterIP(t, c, "web-ext")
+		if err := c.Delete("Service", "default", "web-ext"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", []string{"StaleFrontend default/web-ext:http no frontend|forward"})
+		c.Apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Service
+metadata: {name: web-ext, namespace: default}
+spec:
+  clusterIP: %s
+  selector: {app: web}
+  externalIPs: [198.51.100.7]
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+`, ip))
+		waitDrift(t, c, "node1", nil)
+	})
+	t.Run("service added", func(t *testing.T) {
+		c.Apply(t, `
+apiVersion: v1
+kind: Service
+metadata: {name: late, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+`)
+		if _, err := c.WaitEndpoints("default", "late", 3, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", []string{"MissingFrontend default/late:http forward"})
+		if err := c.Delete("Service", "default", "late"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", nil)
+	})
+	t.Run("port changed", func(t *testing.T) {
+		setAltPort := func(port int) {
+			c.Apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Service
+metadata: {name: multi, namespace: default}
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080, protocol: TCP}
+  - {name: alt, port: %d, targetPort: 8080, protocol: TCP}
+`, port))
+		}
+		setAltPort(82)
+		waitDrift(t, c, "node1", []string{"MissingFrontend default/multi:alt forward", "StaleFrontend default/multi:alt no frontend|forward"})
+		setAltPort(81)
+		waitDrift(t, c, "node1", nil)
+	})
+	kernelChanges(t, c)
+	t.Run("kube-proxy's Pod back repairs everything", func(t *testing.T) {
+		if err := c.StartKubeProxyPod("node1"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", nil)
+		waitDrift(t, c, "node2", nil)
+	})
 }

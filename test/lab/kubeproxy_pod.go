@@ -118,6 +118,12 @@ spec:
     spec:
       hostNetwork: true
       priorityClassName: system-node-critical
+      # StopKubeProxyPod labels a node to take kube-proxy off it, as an operator would.
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: %[7]s, operator: DoesNotExist}]
       serviceAccountName: kube-proxy
       tolerations: [{operator: Exists}]
       containers:
@@ -140,7 +146,7 @@ spec:
         hostPath: {path: /run/xtables.lock, type: FileOrCreate}
       - name: lib-modules
         hostPath: {path: /lib/modules}
-`, KubeProxyImage(version), mode, ClusterCIDR, metricsAddr, indent(config, "    "), l.APIServer)
+`, KubeProxyImage(version), mode, ClusterCIDR, metricsAddr, indent(config, "    "), l.APIServer, noKubeProxyLabel)
 }
 
 func indent(s, prefix string) string {
@@ -188,6 +194,60 @@ func (l *Lab) DeployKubeProxy(mode, config string) error {
 		if err := l.WaitSynced(n.Name); err != nil {
 			return fmt.Errorf("kube-proxy on %s: %w", n.Name, err)
 		}
+	}
+	return nil
+}
+
+// noKubeProxyLabel on a node keeps the kube-proxy DaemonSet off it.
+const noKubeProxyLabel = "lab.svctrace.dev/no-kube-proxy"
+
+// StopKubeProxyPod takes the kube-proxy Pod off node (DeployKubeProxy's DaemonSet), by a node
+// label its affinity excludes, and waits until the Pod is gone; the node's rules stay, as
+// they do when kube-proxy stops.
+func (l *Lab) StopKubeProxyPod(node string) error {
+	return l.setKubeProxyPod(node, false)
+}
+
+// StartKubeProxyPod puts the kube-proxy Pod back on node and waits for its first sync.
+func (l *Lab) StartKubeProxyPod(node string) error {
+	return l.setKubeProxyPod(node, true)
+}
+
+func (l *Lab) setKubeProxyPod(node string, on bool) error {
+	n := l.Node(node)
+	if n == nil {
+		return fmt.Errorf("lab: no node %q", node)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	label := `"` + noKubeProxyLabel + `": "true"`
+	if on {
+		label = `"` + noKubeProxyLabel + `": null`
+	}
+	if _, err := l.Request(ctx, "PATCH", "/api/v1/nodes/"+node, "application/merge-patch+json",
+		[]byte(`{"metadata":{"labels":{`+label+`}}}`)); err != nil {
+		return err
+	}
+	for {
+		out, err := l.Kubectl(ctx, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-proxy",
+			"--field-selector=spec.nodeName="+node, "-o", `jsonpath={range .items[*]}{.status.phase},{.metadata.deletionTimestamp} {end}`)
+		if err == nil {
+			pods := strings.Fields(out)
+			if !on && len(pods) == 0 || on && len(pods) == 1 && pods[0] == "Running," {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lab: kube-proxy Pod on %s: %q, %v", node, out, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	l.mu.Lock()
+	n.proxyPod = on
+	l.mu.Unlock()
+	if on {
+		return l.WaitSynced(node)
 	}
 	return nil
 }

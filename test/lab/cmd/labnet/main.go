@@ -6,14 +6,15 @@
 //	labnet serve --name NAME [--tcp PORT]... [--udp PORT]... [--sctp PORT]... [--ready-file F]
 //	labnet dial tcp|udp|sctp HOST:PORT [--count N] [--src IP] [--timeout D]
 //	labnet sctp-check
-//	labnet exists FILE | labnet remove FILE
+//	labnet exists FILE | labnet create FILE | labnet remove FILE
 //
 // serve answers every TCP connection, UDP datagram and SCTP association with NAME and a
 // newline, so a client can tell which backend it reached. It writes --ready-file once all
 // listeners are bound.
 //
-// exists exits 0 when FILE exists and 1 when not; remove removes it. In a container image that
-// holds labnet alone, they are a readiness probe on the --ready-file and the way to fail it.
+// exists exits 0 when FILE exists and 1 when not; create makes it (empty), remove removes it. In a
+// container image that holds labnet alone, they are a readiness probe on the --ready-file and
+// the way to fail it and pass it again.
 //
 // dial makes --count separate attempts (a new socket, hence a new source port, each time) and
 // prints one line per attempt: the name the server answered, or "ERROR <reason>". It exits 1
@@ -63,6 +64,11 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	case "create":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = os.WriteFile(os.Args[2], nil, 0o644)
 	case "remove":
 		if len(os.Args) != 3 {
 			usage()
@@ -93,6 +99,7 @@ func usage() {
   labnet dial tcp|udp|sctp HOST:PORT [--count N] [--src IP] [--timeout D]
   labnet sctp-check
   labnet exists FILE
+  labnet create FILE
   labnet remove FILE`)
 	os.Exit(2)
 }
