@@ -74,7 +74,12 @@ func TestLabScript(t *testing.T) {
 		t.Errorf("nodes: %q, want node1 and node2 Ready", ready)
 	}
 	pods := strings.Fields(kubectl("-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-proxy", "-o", "jsonpath={range .items[*]}{.metadata.name},{.spec.nodeName} {end}"))
-	if len(pods) != 2 {
+	onNodes := map[string]int{}
+	for _, p := range pods {
+		_, node, _ := strings.Cut(p, ",")
+		onNodes[node]++
+	}
+	if len(pods) != 2 || onNodes["node1"] != 1 || onNodes["node2"] != 1 {
 		t.Fatalf("kube-proxy Pods: %v, want one per node", pods)
 	}
 	pod, _, _ := strings.Cut(pods[0], ",")
