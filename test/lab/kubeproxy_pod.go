@@ -23,13 +23,21 @@ var kubeProxyImagePackages = []string{"iptables", "nftables", "conntrack", "ipse
 // KubeProxyImage names the lab's kube-proxy image of a version.
 func KubeProxyImage(version string) string { return "svctrace.local/lab/kube-proxy:" + version }
 
-// buildKubeProxyImage writes the kube-proxy image of version into an archive in dir.
-func buildKubeProxyImage(ctx context.Context, dir, version string) (string, error) {
+// buildKubeProxyImage returns the archive of the kube-proxy image of version, built on first use.
+func buildKubeProxyImage(ctx context.Context, version string) (string, error) {
 	bin, err := ensureBinaries(version, "kube-proxy")
 	if err != nil {
 		return "", err
 	}
-	proxy, err := os.ReadFile(filepath.Join(bin, "kube-proxy"))
+	binPath := filepath.Join(bin, "kube-proxy")
+	// Cached by version beside the binaries, until the binary is rebuilt.
+	path := filepath.Join(bin, "kube-proxy-image.tar")
+	if a, err := os.Stat(path); err == nil {
+		if b, err := os.Stat(binPath); err == nil && !a.ModTime().Before(b.ModTime()) {
+			return path, nil
+		}
+	}
+	proxy, err := os.ReadFile(binPath)
 	if err != nil {
 		return "", err
 	}
@@ -47,16 +55,20 @@ func buildKubeProxyImage(ctx context.Context, dir, version string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "kube-proxy-"+version+".tar")
-	f, err := os.Create(path)
+	// Written aside and renamed: test binaries running at once may build it together.
+	f, err := os.CreateTemp(bin, "kube-proxy-image-*.tar")
 	if err != nil {
 		return "", err
 	}
+	defer os.Remove(f.Name())
 	defer f.Close()
 	if err := ociimage.WriteArchive(f, map[string]v1.Image{KubeProxyImage(version): img}); err != nil {
 		return "", err
 	}
-	return path, f.Close()
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	return path, os.Rename(f.Name(), path)
 }
 
 // kubeProxyManifests are kube-proxy's objects as kubeadm makes them: its ServiceAccount bound
@@ -171,7 +183,7 @@ func (l *Lab) DeployKubeProxy(mode, config string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	archive, err := buildKubeProxyImage(ctx, l.Dir, l.ProxyVersion)
+	archive, err := buildKubeProxyImage(ctx, l.ProxyVersion)
 	if err != nil {
 		return err
 	}
