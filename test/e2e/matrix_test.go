@@ -161,6 +161,32 @@ func checkChanges(t *testing.T, c *cluster) {
 		c.Apply(t, c.slices(nil))
 		waitDrift(t, c, "node1", nil)
 	})
+	apiChanges(t, c, func(t *testing.T) func() {
+		c.Apply(t, sliceYAML("late", "late-1", []slicePort{{"http", "TCP", 8080}},
+			[]endpoint{{pod: "web-1", ip: c.pods["web-1"].IP, node: "node1"}}))
+		return func() {
+			if err := c.Delete("EndpointSlice", "default", "late-1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	kernelChanges(t, c)
+	t.Run("kube-proxy restarted repairs everything", func(t *testing.T) {
+		if err := c.startProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitSynced("node1"); err != nil {
+			t.Fatal(err)
+		}
+		waitDrift(t, c, "node1", nil)
+		waitDrift(t, c, "node2", nil)
+	})
+}
+
+// apiChanges are the API changes both matrices make with kube-proxy stopped on node1, each
+// undone before the next: a Service deleted, a Service added (endpoints gives it endpoints and
+// returns how to take them away), a port changed.
+func apiChanges(t *testing.T, c *cluster, endpoints func(t *testing.T) (undo func())) {
 	t.Run("service deleted", func(t *testing.T) {
 		ip := clusterIP(t, c, "web-ext")
 		if err := c.Delete("Service", "default", "web-ext"); err != nil {
@@ -188,14 +214,12 @@ spec:
   selector: {app: web}
   ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
 `)
-		c.Apply(t, sliceYAML("late", "late-1", []slicePort{{"http", "TCP", 8080}},
-			[]endpoint{{pod: "web-1", ip: c.pods["web-1"].IP, node: "node1"}}))
+		undo := endpoints(t)
 		waitDrift(t, c, "node1", []string{"MissingFrontend default/late:http forward"})
-		for _, del := range [][2]string{{"Service", "late"}, {"EndpointSlice", "late-1"}} {
-			if err := c.Delete(del[0], "default", del[1]); err != nil {
-				t.Fatal(err)
-			}
+		if err := c.Delete("Service", "default", "late"); err != nil {
+			t.Fatal(err)
 		}
+		undo()
 		waitDrift(t, c, "node1", nil)
 	})
 	t.Run("port changed", func(t *testing.T) {
@@ -215,17 +239,6 @@ spec:
 		waitDrift(t, c, "node1", []string{"MissingFrontend default/multi:alt forward", "StaleFrontend default/multi:alt no frontend|forward"})
 		setAltPort(81)
 		waitDrift(t, c, "node1", nil)
-	})
-	kernelChanges(t, c)
-	t.Run("kube-proxy restarted repairs everything", func(t *testing.T) {
-		if err := c.startProxy("node1"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.WaitSynced("node1"); err != nil {
-			t.Fatal(err)
-		}
-		waitDrift(t, c, "node1", nil)
-		waitDrift(t, c, "node2", nil)
 	})
 }
 

@@ -53,8 +53,6 @@ func randToken() (string, error) {
 func makePKI(dir string, ips []net.IP) (*pki, error) {
 	p := &pki{
 		caFile:     filepath.Join(dir, "ca.crt"),
-		certFile:   filepath.Join(dir, "apiserver.crt"),
-		keyFile:    filepath.Join(dir, "apiserver.key"),
 		saKeyFile:  filepath.Join(dir, "sa.key"),
 		tokensFile: filepath.Join(dir, "tokens.csv"),
 	}
@@ -86,33 +84,13 @@ func makePKI(dir string, ips []net.IP) (*pki, error) {
 		return nil, err
 	}
 
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+	if p.certFile, p.keyFile, err = p.issue(dir, "apiserver", certSpec{
+		cn: "kube-apiserver",
+		dns: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
-		IPAddresses: append([]net.IP{net.IPv4(127, 0, 0, 1)}, ips...),
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	if err := writePEM(p.certFile, "CERTIFICATE", srvDER); err != nil {
-		return nil, err
-	}
-	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		return nil, err
-	}
-	if err := writePEM(p.keyFile, "EC PRIVATE KEY", srvKeyDER); err != nil {
+		ips:    append([]net.IP{net.IPv4(127, 0, 0, 1)}, ips...),
+		server: true,
+	}); err != nil {
 		return nil, err
 	}
 
