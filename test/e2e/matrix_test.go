@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/svctrace/svctrace/test/lab"
 )
 
 // TestIPTablesMatrix runs the scenario matrix against kube-proxy in
@@ -58,6 +60,19 @@ type flow struct {
 }
 
 func checkTraffic(t *testing.T, c *cluster) {
+	c.trafficFlows(t, func(t *testing.T, from, proto, dst string, count int) lab.DialResult {
+		res, err := c.Dial(from, proto, dst, count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	})
+}
+
+// trafficFlows checks the matrix's flows: trace's prediction from node1, then real
+// connections made with dial, which names the backends reached by their matrix names; extra
+// flows come after the matrix's.
+func (c *cluster) trafficFlows(t *testing.T, dial func(t *testing.T, from, proto, dst string, count int) lab.DialResult, extra ...flow) {
 	ip := func(svc string) string { return clusterIP(t, c, svc) }
 	all := []string{"web-1", "web-2", "web-3"}
 	node1Local := []string{"web-1", "web-2"}
@@ -77,7 +92,7 @@ func checkTraffic(t *testing.T, c *cluster) {
 		{name: "terminating endpoints only", from: "client", proto: "tcp", dst: ip("draining") + ":80", want: []string{"web-3"}},
 		{name: "topology hints", from: "client", proto: "tcp", dst: ip("zoned") + ":80", want: node1Local},
 	}
-	for _, f := range flows {
+	for _, f := range append(flows, extra...) {
 		t.Run(f.name, func(t *testing.T) {
 			src := f.src
 			if src == "" {
@@ -101,10 +116,7 @@ func checkTraffic(t *testing.T, c *cluster) {
 				}
 				count = 3 // each failed attempt waits for its timeout
 			}
-			res, err := c.Dial(f.from, f.proto, f.dst, count)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := dial(t, f.from, f.proto, f.dst, count)
 			t.Logf("%s %s from %s: %v", f.proto, f.dst, f.from, res)
 			if len(f.want) == 0 {
 				if len(res.Hits) > 0 {

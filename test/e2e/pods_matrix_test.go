@@ -239,75 +239,10 @@ func (c *cluster) dialFrom(t *testing.T, from, proto, dst string, count int) lab
 	return named
 }
 
+// checkPodsTraffic checks the matrix's flows from the client Pod (kubectl exec), and a
+// hostNetwork Pod behind a NodePort.
 func (c *cluster) checkPodsTraffic(t *testing.T) {
-	ip := func(svc string) string { return clusterIP(t, c, svc) }
-	all := []string{"web-1", "web-2", "web-3"}
-	node1Local := []string{"web-1", "web-2"}
-	flows := []flow{
-		{name: "ClusterIP, 3 endpoints", from: "client", proto: "tcp", dst: ip("web") + ":80", want: all},
-		{name: "multi-port, second port", from: "client", proto: "tcp", dst: ip("multi") + ":81", want: all},
-		{name: "named targetPort", from: "client", proto: "tcp", dst: ip("named") + ":80", want: all},
-		{name: "NodePort", from: "client", proto: "tcp", dst: "192.0.2.10:30080", want: all},
-		{name: "externalIP", from: "client", proto: "tcp", dst: "198.51.100.7:80", want: all},
-		{name: "LoadBalancer from outside its source ranges", from: "client", proto: "tcp", dst: "198.51.100.50:80", fail: "drop"},
-		{name: "ETP Local from outside the cluster", from: "node2", src: "192.0.2.11", proto: "tcp", dst: "192.0.2.10:30081", want: node1Local},
-		{name: "ITP Local", from: "client", proto: "tcp", dst: ip("web-itp") + ":80", want: node1Local},
-		{name: "ClientIP affinity", from: "client", proto: "tcp", dst: ip("sticky") + ":80", want: all, sticky: true},
-		{name: "UDP on a port shared with TCP", from: "client", proto: "udp", dst: ip("dns") + ":53", want: []string{"dns-1", "dns-2"}},
-		{name: "TCP on a port shared with UDP", from: "client", proto: "tcp", dst: ip("dns") + ":53", want: []string{"dns-1", "dns-2"}},
-		{name: "no endpoints", from: "client", proto: "tcp", dst: ip("empty") + ":80", fail: "reject"},
-		{name: "terminating endpoints only", from: "client", proto: "tcp", dst: ip("draining") + ":80", want: []string{"web-3"}},
-		{name: "topology hints", from: "client", proto: "tcp", dst: ip("zoned") + ":80", want: node1Local},
-		{name: "hostNetwork Pod behind a NodePort", from: "client", proto: "tcp", dst: "192.0.2.10:30083", want: []string{"hostnet-1"}},
-	}
-	for _, f := range flows {
-		t.Run(f.name, func(t *testing.T) {
-			src, args := f.src, []string{"--from", "pod"}
-			if src == "" {
-				src = c.pods[f.from].IP
-			} else {
-				args = []string{"--from", "external"}
-			}
-			pred, other := c.predictedFrom(t, "node1", src, f.dst+"/"+f.proto, args...)
-			if got := keys(pred); !slices.Equal(got, f.want) {
-				t.Fatalf("trace predicts %v (and %v), want %v", got, other, f.want)
-			}
-			count := 48 // misses one of three backends with a chance of about 1e-8
-			if f.fail != "" {
-				if len(other) != 1 || other[0] != f.fail {
-					t.Fatalf("trace predicts %v, want one %s branch", other, f.fail)
-				}
-				count = 3
-			}
-			res := c.dialFrom(t, f.from, f.proto, f.dst, count)
-			t.Logf("%s %s from %s: %v", f.proto, f.dst, f.from, res)
-			if len(f.want) == 0 {
-				if len(res.Hits) > 0 {
-					t.Fatalf("connections succeeded although trace predicts %v: %v", other, res)
-				}
-				return
-			}
-			if len(res.Errors) > 0 {
-				t.Errorf("failed connections: %q", res.Errors)
-			}
-			for pod := range res.Hits {
-				if !pred[pod] {
-					t.Errorf("a connection landed on %s, which trace did not predict (%v)", pod, keys(pred))
-				}
-			}
-			if f.sticky {
-				if len(res.Hits) != 1 {
-					t.Errorf("affinity: connections spread over %v", res)
-				}
-				return
-			}
-			for _, pod := range f.want {
-				if res.Hits[pod] == 0 {
-					t.Errorf("predicted backend %s never reached in %d connections: %v", pod, count, res)
-				}
-			}
-		})
-	}
+	c.trafficFlows(t, c.dialFrom, flow{name: "hostNetwork Pod behind a NodePort", from: "client", proto: "tcp", dst: "192.0.2.10:30083", want: []string{"hostnet-1"}})
 }
 
 // waitPredicted polls trace for Service svc's ClusterIP from the client until it predicts

@@ -133,6 +133,12 @@ func makePKI(dir string, ips []net.IP) (*pki, error) {
 
 // kubeconfig renders a kubeconfig for server with a bearer token.
 func kubeconfig(server string, caPEM []byte, user, token string) []byte {
+	return kubeconfigWith(server, caPEM, user, "    token: "+token+"\n")
+}
+
+// kubeconfigWith renders a kubeconfig for server whose user authenticates with auth (the
+// user: mapping's lines).
+func kubeconfigWith(server string, caPEM []byte, user, auth string) []byte {
 	return fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
@@ -143,14 +149,13 @@ clusters:
 users:
 - name: %s
   user:
-    token: %s
-contexts:
+%scontexts:
 - name: svctrace-lab
   context:
     cluster: svctrace-lab
     user: %s
 current-context: svctrace-lab
-`, server, b64(caPEM), user, token, user)
+`, server, b64(caPEM), user, auth, user)
 }
 
 // certSpec describes a certificate the lab CA issues.
@@ -204,23 +209,5 @@ func (p *pki) issue(dir, name string, s certSpec) (certFile, keyFile string, err
 
 // certKubeconfig renders a kubeconfig for server with a client certificate.
 func certKubeconfig(server string, caPEM []byte, user, certFile, keyFile string) []byte {
-	return fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters:
-- name: svctrace-lab
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-users:
-- name: %s
-  user:
-    client-certificate: %s
-    client-key: %s
-contexts:
-- name: svctrace-lab
-  context:
-    cluster: svctrace-lab
-    user: %s
-current-context: svctrace-lab
-`, server, b64(caPEM), user, certFile, keyFile, user)
+	return kubeconfigWith(server, caPEM, user, "    client-certificate: "+certFile+"\n    client-key: "+keyFile+"\n")
 }
