@@ -83,23 +83,7 @@ func TestImageDriftInPod(t *testing.T) {
 	if err := l.ImportImages(ctx, archive); err != nil {
 		t.Fatal(err)
 	}
-	l.Apply(t, `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: default}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: labnet
-        image: `+lab.LabnetImage+`
-        imagePullPolicy: Never
-        args: [serve, --name, web, --tcp, "8080"]
-        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
----
+	l.Apply(t, podDeployment("web", "node1", "web", 2, false, `--tcp, "8080"`)+`---
 apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: default}
