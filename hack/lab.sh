@@ -90,8 +90,11 @@ up() {
 	[ -z "$version" ] || args+=(-version "$version")
 	SVCTRACE_LAB_NO_BUILD=1 setsid "$state/labctl" "${args[@]}" >"$state/labctl.log" 2>&1 </dev/null &
 	local pid=$!
+	# Ctrl-C while the lab comes up takes it down again.
+	trap 'echo "== interrupted: taking the lab down" >&2; down; exit 130' INT TERM
 	for _ in $(seq 1 600); do
 		if [ -f "$state/state.json" ] && grep -q '"ready": true' "$state/state.json"; then
+			trap - INT TERM
 			describe
 			return 0
 		fi
