@@ -26,7 +26,10 @@ import (
 // name their content; a reader skips ids it does not know. Objects are the
 // Kubernetes protobuf encoding of each object alone (see binary_objects.go),
 // so that one can be decoded without the others; the indexes
-// (binary_index.go) find them by name.
+// (binary_index.go) find them by name. The node states (secNodes) name
+// where each dump's text lies in secText and, when some dump has an index
+// of its own (Dump.Index, a data plane's), where it lies in secDumpIdx; a
+// file without such an index has no secDumpIdx and no spans for it.
 const (
 	binaryMagic      = "\x89SVCSNAP\r\n\x1a\n"
 	binaryVersion    = 1
@@ -59,8 +62,9 @@ func checksum(b []byte) uint32 {
 // Section ids.
 const (
 	secMeta      = "META" // JSON: apiVersion, kind, metadata, cluster flags
-	secNodes     = "NODE" // JSON: node states, dump texts as spans of secText
+	secNodes     = "NODE" // JSON: node states, dump texts (and indexes) as spans of secText (secDumpIdx)
 	secText      = "TEXT" // the dump texts, raw, end to end
+	secDumpIdx   = "DIDX" // the dumps' indexes, raw, end to end
 	secNodeObjs  = "KNOD" // Node objects
 	secServices  = "SVCS" // Service objects
 	secSlices    = "ESLC" // EndpointSlice objects
@@ -83,6 +87,8 @@ func sectionLabel(id string) string {
 		what = "node states"
 	case secText:
 		what = "dump texts"
+	case secDumpIdx:
+		what = "dump indexes"
 	case secNodeObjs:
 		what = "Nodes"
 	case secServices:
@@ -134,14 +140,20 @@ type source interface {
 	// text returns b, which at returned, as a string, without copying
 	// it when the source's buffers are its own.
 	text(b []byte) string
+	// own returns b, which at returned, as bytes a snapshot may keep:
+	// b itself when the source's buffers are its own, else a copy.
+	own(b []byte) []byte
 }
 
-// memSource is a file in a buffer its caller owns: texts are copied out.
+// memSource is a file in a buffer its caller owns: texts and indexes are
+// copied out.
 type memSource []byte
 
 func (m memSource) size() uint64 { return uint64(len(m)) }
 
 func (m memSource) text(b []byte) string { return string(b) }
+
+func (m memSource) own(b []byte) []byte { return bytes.Clone(b) }
 
 func (m memSource) at(off, n uint64, what string) ([]byte, error) {
 	if off > uint64(len(m)) || n > uint64(len(m))-off {
@@ -151,8 +163,9 @@ func (m memSource) at(off, n uint64, what string) ([]byte, error) {
 }
 
 // fileSource reads a file piece by piece, each into a buffer of its own
-// that nothing writes to after: a dump's text is the section's buffer
-// itself, not a copy (for a large node, tens of megabytes not copied).
+// that nothing writes to after: a dump's text (and its index) is the
+// section's buffer itself, not a copy (for a large node, tens of megabytes
+// not copied).
 type fileSource struct {
 	r io.ReaderAt
 	n uint64
@@ -161,6 +174,8 @@ type fileSource struct {
 func (f fileSource) size() uint64 { return f.n }
 
 func (f fileSource) text(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (f fileSource) own(b []byte) []byte { return b }
 
 func (f fileSource) at(off, n uint64, what string) ([]byte, error) {
 	if off > f.n || n > f.n-off {

@@ -105,9 +105,53 @@ func decodeHead(c *container) (*Snapshot, metaWire, error) {
 			n.Dumps[j].Text = c.src.text(text[off : off+l])
 		}
 	}
+	if err := setIndexes(c, &nodes); err != nil {
+		return nil, meta, err
+	}
 	s.Nodes = nodes.Nodes
 	if err := checkNodes(s); err != nil {
 		return nil, meta, err
 	}
 	return s, meta, nil
+}
+
+// setIndexes sets the Index of each dump of nodes from secDumpIdx, where
+// nodes.Indexes says each lies: a sub-slice of the section, nil for a
+// span of length 0. The section is read (and checked) whenever the file
+// has it; a file without Indexes (written before indexes were, or with no
+// dump indexed) leaves every Index nil.
+func setIndexes(c *container, nodes *nodesWire) error {
+	idx, err := c.read(secDumpIdx, true)
+	if err != nil {
+		return err
+	}
+	if nodes.Indexes == nil {
+		return nil
+	}
+	_, present := c.sections[secDumpIdx]
+	if len(nodes.Indexes) != len(nodes.Nodes) {
+		return fmt.Errorf("damaged file: %s: %d nodes but indexes for %d", sectionLabel(secNodes), len(nodes.Nodes), len(nodes.Indexes))
+	}
+	idx = c.src.own(idx)
+	for i := range nodes.Nodes {
+		n := &nodes.Nodes[i]
+		if len(nodes.Indexes[i]) != len(n.Dumps) {
+			return fmt.Errorf("damaged file: %s: node %d (%s) has %d dumps but indexes for %d", sectionLabel(secNodes), i, n.Name, len(n.Dumps), len(nodes.Indexes[i]))
+		}
+		for j, span := range nodes.Indexes[i] {
+			off, l := span[0], span[1]
+			if off > uint64(len(idx)) || l > uint64(len(idx))-off {
+				where := fmt.Sprintf("%s of %d bytes", sectionLabel(secDumpIdx), len(idx))
+				if !present {
+					where = sectionLabel(secDumpIdx) + ", which is missing"
+				}
+				return fmt.Errorf("damaged file: %s: the index of node %d (%s) dump %d spans bytes %d to %d of %s",
+					sectionLabel(secNodes), i, n.Name, j, off, off+l, where)
+			}
+			if l > 0 {
+				n.Dumps[j].Index = idx[off : off+l : off+l]
+			}
+		}
+	}
+	return nil
 }

@@ -24,11 +24,16 @@ type metaWire struct {
 }
 
 // nodesWire is the content of secNodes: the node states with their dumps'
-// texts left empty, and where each text lies in secText.
+// texts left empty (and their indexes left out), where each text lies in
+// secText, and where each index lies in secDumpIdx.
 type nodesWire struct {
 	Nodes []NodeState `json:"nodes"`
 	// Texts[i][j] is {offset, length} of the text of Nodes[i].Dumps[j].
 	Texts [][][2]uint64 `json:"texts"`
+	// Indexes[i][j] is {offset, length} of the index of Nodes[i].Dumps[j]
+	// in secDumpIdx; {0, 0} when it has none. Absent, as is secDumpIdx,
+	// when no dump has one (and in files written before indexes were).
+	Indexes [][][2]uint64 `json:"indexes,omitempty"`
 }
 
 func nodeTypeMeta(o *corev1.Node) *metav1.TypeMeta                { return &o.TypeMeta }
@@ -52,12 +57,15 @@ func encodeBinary(s *Snapshot) ([]byte, error) {
 	}
 	w.add(secMeta, b)
 
-	nodes, text, err := encodeNodes(s.Nodes)
+	nodes, text, indexes, err := encodeNodes(s.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	w.add(secNodes, nodes)
 	w.add(secText, text)
+	if indexes != nil {
+		w.add(secDumpIdx, indexes)
+	}
 
 	if s.Cluster != nil {
 		if err := encodeCluster(&w, s.Cluster); err != nil {
@@ -67,22 +75,38 @@ func encodeBinary(s *Snapshot) ([]byte, error) {
 	return w.bytes(), nil
 }
 
-func encodeNodes(states []NodeState) (nodes, text []byte, err error) {
-	size := 0
+// encodeNodes returns the content of secNodes, secText and secDumpIdx;
+// indexes is nil when no dump has an index (the file then has no
+// secDumpIdx).
+func encodeNodes(states []NodeState) (nodes, text, indexes []byte, err error) {
+	size, indexSize := 0, 0
 	for _, n := range states {
 		for _, d := range n.Dumps {
 			size += len(d.Text)
+			indexSize += len(d.Index)
 		}
 	}
 	text = make([]byte, 0, size)
 	wire := nodesWire{Nodes: make([]NodeState, len(states)), Texts: make([][][2]uint64, len(states))}
+	if indexSize > 0 {
+		indexes = make([]byte, 0, indexSize)
+		wire.Indexes = make([][][2]uint64, len(states))
+	}
 	for i, n := range states {
 		n.Dumps = append([]Dump(nil), n.Dumps...)
 		wire.Texts[i] = make([][2]uint64, len(n.Dumps))
+		if indexes != nil {
+			wire.Indexes[i] = make([][2]uint64, len(n.Dumps))
+		}
 		for j := range n.Dumps {
 			wire.Texts[i][j] = [2]uint64{uint64(len(text)), uint64(len(n.Dumps[j].Text))}
 			text = append(text, n.Dumps[j].Text...)
 			n.Dumps[j].Text = ""
+			if ix := n.Dumps[j].Index; len(ix) > 0 {
+				wire.Indexes[i][j] = [2]uint64{uint64(len(indexes)), uint64(len(ix))}
+				indexes = append(indexes, ix...)
+			}
+			n.Dumps[j].Index = nil
 		}
 		if states[i].Dumps == nil {
 			n.Dumps = nil
@@ -94,9 +118,9 @@ func encodeNodes(states []NodeState) (nodes, text []byte, err error) {
 	}
 	nodes, err = json.Marshal(wire)
 	if err != nil {
-		return nil, nil, fmt.Errorf("node states: %w", err)
+		return nil, nil, nil, fmt.Errorf("node states: %w", err)
 	}
-	return nodes, text, nil
+	return nodes, text, indexes, nil
 }
 
 func encodeCluster(w *containerWriter, c *Cluster) error {

@@ -102,6 +102,13 @@ type Dump struct {
 	// with an explicit table.
 	Table string `json:"table,omitempty"`
 	Text  string `json:"text"`
+	// Index is an index of Text made by the data plane that reads it
+	// (when the snapshot was collected), opaque here: a narrowed read uses
+	// it to skip what it does not need of Text. Only the binary format
+	// keeps it; YAML and JSON are exports and drop it, and a reader
+	// without it reads Text in full. An empty Index is none, and loads
+	// as nil.
+	Index []byte `json:"-"`
 }
 
 // ProxyConfig is what svctrace knows of the node's kube-proxy settings.
