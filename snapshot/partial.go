@@ -108,7 +108,10 @@ func loadBinary(path string, services []types.NamespacedName) (s *Snapshot, ok b
 	if !IsBinary(magic) {
 		return nil, false, nil
 	}
-	src := fileSource{r: f, n: uint64(st.Size())}
+	var src source = fileSource{r: f, n: uint64(st.Size())}
+	if m, ok := mapFile(f, st.Size()); ok {
+		src = m
+	}
 	if services == nil {
 		s, err = decodeBinary(src)
 	} else {
