@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/svctrace/svctrace/analysis"
@@ -12,15 +13,16 @@ import (
 	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
 
-// TestNarrowedSameAnswers: an analysis narrowed to one Service, and a
-// recheck of it, answer exactly what the whole node's analysis answers for
-// that Service, on every bundled capture and every Service.
+// TestNarrowedSameAnswers: an analysis narrowed to one Service (with and
+// without the dumps' indexes a binary snapshot keeps), and a recheck of
+// it, answer exactly what the whole node's analysis answers for that
+// Service, on every bundled capture and every Service.
 func TestNarrowedSameAnswers(t *testing.T) {
 	files, err := filepath.Glob("../examples/*.snapshot.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no bundled captures: %v", err)
 	}
-	checked := 0
+	checked, indexed := 0, 0
 	for _, file := range files {
 		s, err := snapshot.Load(file)
 		if err != nil {
@@ -28,6 +30,14 @@ func TestNarrowedSameAnswers(t *testing.T) {
 		}
 		if s.Cluster == nil {
 			continue
+		}
+		si := withIndexes(t, s)
+		for _, n := range si.Nodes {
+			for _, d := range n.Dumps {
+				if len(d.Index) > 0 {
+					indexed++
+				}
+			}
 		}
 		for _, n := range s.Nodes {
 			whole, err := analysis.Analyze(s, n.Name, "IPv4")
@@ -44,9 +54,16 @@ func TestNarrowedSameAnswers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				fromIndex, err := analysis.AnalyzeWith(si, n.Name, "IPv4", analysis.Options{Service: &ref})
+				if err != nil {
+					t.Fatal(err)
+				}
 				where := fmt.Sprintf("%s node %s %s", filepath.Base(file), n.Name, ref)
+				if !reflect.DeepEqual(fromIndex.Notes, one.Notes) || !reflect.DeepEqual(fromIndex.Config, one.Config) {
+					t.Errorf("%s: with the indexes, notes and settings differ:\n got %q %+v\nwant %q %+v", where, fromIndex.Notes, fromIndex.Config, one.Notes, one.Config)
+				}
 				want, wantF := ofService(whole, ref)
-				for name, a := range map[string]*analysis.NodeAnalysis{"narrowed": one, "recheck": again} {
+				for name, a := range map[string]*analysis.NodeAnalysis{"narrowed": one, "recheck": again, "indexed": fromIndex} {
 					got, gotF := ofService(a, ref)
 					if !reflect.DeepEqual(got, want) {
 						t.Errorf("%s: %s frontends differ:\n got %+v\nwant %+v", where, name, got, want)
@@ -62,9 +79,23 @@ func TestNarrowedSameAnswers(t *testing.T) {
 			}
 		}
 	}
-	if checked < 10 {
-		t.Errorf("only %d Services checked", checked)
+	if checked < 10 || indexed < 2 {
+		t.Errorf("only %d Services checked, %d dumps indexed", checked, indexed)
 	}
+}
+
+// withIndexes is a copy of s whose dumps carry their planes' indexes.
+func withIndexes(t *testing.T, s *snapshot.Snapshot) *snapshot.Snapshot {
+	t.Helper()
+	c := *s
+	c.Nodes = slices.Clone(s.Nodes)
+	for i := range c.Nodes {
+		c.Nodes[i].Dumps = slices.Clone(c.Nodes[i].Dumps)
+	}
+	if err := analysis.IndexDumps(&c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
 }
 
 // TestRecheckSeesChange: a recheck after an EndpointSlice lost an endpoint

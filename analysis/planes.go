@@ -108,3 +108,30 @@ func (p *planes) checks(active dataplane.Plane, node string) []behavior.Finding 
 	}
 	return out
 }
+
+// IndexDumps has each plane index the dumps it reads (see
+// dataplane.DumpIndexer), so that a binary snapshot of them answers a
+// narrowed question (explain of one Service) without reading every rule.
+// The snapshot's dumps must be valid (ValidateDumps).
+func IndexDumps(s *snapshot.Snapshot) error {
+	for _, l := range plugins.Loaders() {
+		ix, ok := l.(dataplane.DumpIndexer)
+		if !ok {
+			continue
+		}
+		for i := range s.Nodes {
+			ns := &s.Nodes[i]
+			for j := range ns.Dumps {
+				d := &ns.Dumps[j]
+				index, err := ix.IndexDump(ns, d)
+				if err != nil {
+					return fmt.Errorf("indexing: %w", err)
+				}
+				if index != nil {
+					d.Index = index
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -30,6 +30,18 @@ type NarrowLoader interface {
 	LoadNarrow(ns *snapshot.NodeState, family string) (Plane, error)
 }
 
+// DumpIndexer is a Loader that indexes the dumps it reads when they are
+// collected, so that a narrowed read of them later (NarrowLoader) skips what
+// the index tells. The index is the plane's own (opaque to the rest of
+// svctrace), kept beside its dump in a binary snapshot
+// (snapshot.Dump.Index); a read with it answers as a read without it.
+type DumpIndexer interface {
+	Loader
+	// IndexDump returns the index of d, one of the dumps of ns; nil when
+	// the plane does not read or does not index it.
+	IndexDump(ns *snapshot.NodeState, d *snapshot.Dump) ([]byte, error)
+}
+
 // Deferred is a plane read by LoadNarrow: parts of its dumps are parsed when
 // first used.
 type Deferred interface {

@@ -133,6 +133,9 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 	if err := analysis.ValidateDumps(s); err != nil {
 		return err
 	}
+	if err := analysis.IndexDumps(s); err != nil {
+		return err
+	}
 	if o.appendNode {
 		prev, err := snapshot.Load(o.outFile)
 		if err != nil {

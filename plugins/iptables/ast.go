@@ -29,6 +29,9 @@ type Ruleset struct {
 	// lazy are the states of lazy reads this ruleset's chains come from
 	// (several when dumps were merged).
 	lazy []*lazyState
+	// facts, for a ruleset read with its dump's digest, answer the
+	// questions about the whole dump (see digest.go); nil otherwise.
+	facts *dumpFacts
 }
 
 // Note is something a reader of the dump should know, tied to a line.
@@ -53,6 +56,34 @@ type Table struct {
 	ChainOrder []string
 	// order are the chains in ChainOrder's order.
 	order []*Chain
+	// dig, for a table read with a digest, makes its chains when they are
+	// first needed: Chains, ChainOrder and order are then filled only by
+	// chains(), and Chain looks a chain up without them.
+	dig *tableDigest
+}
+
+// Chain is the table's chain of that name, or nil.
+func (t *Table) Chain(name string) *Chain {
+	if t.dig != nil {
+		return t.dig.lookup(name)
+	}
+	return t.Chains[name]
+}
+
+// chains are the table's chains, in order.
+func (t *Table) chains() []*Chain {
+	if t.dig != nil {
+		t.dig.fill()
+	}
+	return t.order
+}
+
+// size is the number of the table's chains.
+func (t *Table) size() int {
+	if t.dig != nil {
+		return t.dig.count
+	}
+	return len(t.order)
 }
 
 // Chain is a built-in or user-defined chain.
@@ -94,7 +125,7 @@ func (c *Chain) Rules() []*Rule {
 // Len is the number of the chain's rules, without parsing them.
 func (c *Chain) Len() int {
 	if l := c.lazy; l != nil {
-		return len(l.lines)
+		return l.count()
 	}
 	return len(c.rules)
 }
@@ -236,7 +267,7 @@ func (rs *Ruleset) Chain(table, chain string) *Chain {
 	if !ok {
 		return nil
 	}
-	return t.Chains[chain]
+	return t.Chain(chain)
 }
 
 // ParseError is a syntax error in a dump, naming the input, line and

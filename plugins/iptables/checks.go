@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,26 +27,14 @@ var perServicePrefixes = []string{PrefixSVC, PrefixSVL, PrefixEXT, PrefixFW, Pre
 // ("" when unknown).
 func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 	var out []behavior.Finding
-	// Chains are visited in the order they were read, the order their
-	// lines lie in memory.
-	var rp reparser
-	defer rp.flush()
+	orphans := rs.orphans()
 	for _, tname := range rs.TableOrder {
 		t := rs.Tables[tname]
-		// referenced[c.pos]: a rule of the table jumps to c.
-		referenced := make([]bool, len(t.order))
-		for _, c := range t.order {
-			c.targets(&rp, func(target string) {
-				if target != "" && hasAnyPrefix(target, perServicePrefixes) {
-					if c := t.Chains[target]; c != nil {
-						referenced[c.pos] = true
-					}
-				}
-			})
-		}
-		for _, c := range t.order {
+		orphan := orphans[tname]
+		for _, c := range checkedChains(rs, t, orphan) {
 			cname := c.Name
-			if hasAnyPrefix(cname, perServicePrefixes) && !referenced[c.pos] {
+			if len(orphan) > 0 && orphan[0] == c.pos {
+				orphan = orphan[1:]
 				out = append(out, behavior.Finding{
 					Type: behavior.OrphanChain, Node: node, Service: chainService(c),
 					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", tname, cname, c.Len()),
@@ -61,6 +50,68 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 					Rules:   chainRules(c),
 					Message: fmt.Sprintf("chain %s/%s belongs to the %s; it is a leftover on a node whose kube-proxy runs in %s mode", tname, cname, kind, modeName(mode)),
 				})
+			}
+		}
+	}
+	return out
+}
+
+// checkedChains are the chains of t TextChecks looks at, in order: all of
+// them; or, with a digest's facts, the orphans and the chains that can be
+// leftovers, without making the others.
+func checkedChains(rs *Ruleset, t *Table, orphans []int) []*Chain {
+	if rs.facts == nil {
+		return t.chains()
+	}
+	var out []*Chain
+	for _, pos := range orphans {
+		if pos < t.size() {
+			out = append(out, t.dig.chain(pos))
+		}
+	}
+	for _, names := range [][]string{userspaceChains, ipvsChains} {
+		for _, name := range names {
+			if c := t.Chain(name); c != nil && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *Chain) int { return a.pos - b.pos })
+	return out
+}
+
+// orphans are orphanChains, or the digest's.
+func (rs *Ruleset) orphans() map[string][]int {
+	if rs.facts != nil {
+		return rs.facts.orphans
+	}
+	return orphanChains(rs)
+}
+
+// orphanChains are, by table, the positions of the per-Service chains no
+// rule of the table jumps to, in order.
+func orphanChains(rs *Ruleset) map[string][]int {
+	out := map[string][]int{}
+	// Chains are visited in the order they were read, the order their
+	// lines lie in memory.
+	var rp reparser
+	defer rp.flush()
+	for _, tname := range rs.TableOrder {
+		t := rs.Tables[tname]
+		// referenced[c.pos]: a rule of the table jumps to c.
+		referenced := make([]bool, t.size())
+		for _, c := range t.chains() {
+			c.targets(&rp, func(target string) {
+				if target != "" && hasAnyPrefix(target, perServicePrefixes) {
+					if c := t.Chain(target); c != nil {
+						referenced[c.pos] = true
+					}
+				}
+			})
+		}
+		for _, c := range t.chains() {
+			if hasAnyPrefix(c.Name, perServicePrefixes) && !referenced[c.pos] {
+				out[tname] = append(out[tname], c.pos)
 			}
 		}
 	}
@@ -86,9 +137,12 @@ func SplitBrain(node string, legacy, nft *Ruleset) []behavior.Finding {
 func HasKubeChains(rs *Ruleset) bool { return countKube(rs) > 0 }
 
 func countKube(rs *Ruleset) int {
+	if rs.facts != nil {
+		return rs.facts.kube
+	}
 	n := 0
 	for _, t := range rs.Tables {
-		for _, c := range t.order {
+		for _, c := range t.chains() {
 			if name := c.Name; strings.HasPrefix(name, "KUBE-") && !kubeletChain(name) && name != "KUBE-PROXY-CANARY" {
 				n += 1 + c.Len()
 			}
@@ -172,7 +226,7 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Fin
 		t := rs.Tables[tname]
 		var chains []string
 		rules := 0
-		for _, c := range t.order {
+		for _, c := range t.chains() {
 			if cname := c.Name; strings.HasPrefix(cname, "KUBE-") && !kubeletChain(cname) {
 				chains = append(chains, cname)
 				rules += c.Len()

@@ -27,7 +27,7 @@ func discover(rs *Ruleset) []behavior.Frontend {
 		if !ok {
 			continue
 		}
-		for _, c := range t.order {
+		for _, c := range t.chains() {
 			cname := c.Name
 			dispatch := cname == "KUBE-SERVICES" || cname == "KUBE-EXTERNAL-SERVICES" || cname == "KUBE-PROXY-FIREWALL" ||
 				strings.HasPrefix(cname, "KUBE-PORTALS-")

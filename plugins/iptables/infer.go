@@ -24,7 +24,7 @@ func Infer(rs *Ruleset) Inferred {
 	if !ok {
 		return in
 	}
-	if _, ok := nat.Chains["KUBE-SERVICES"]; ok {
+	if nat.Chain("KUBE-SERVICES") != nil {
 		in.Mode = "iptables"
 		in.Evidence = append(in.Evidence, "mode iptables: nat table has KUBE-SERVICES")
 	}
@@ -39,7 +39,7 @@ func Infer(rs *Ruleset) Inferred {
 	}
 	var rp reparser
 	defer rp.flush()
-	for _, c := range nat.order {
+	for _, c := range nat.chains() {
 		cname := c.Name
 		if !strings.HasPrefix(cname, PrefixSVC) && !strings.HasPrefix(cname, PrefixSVL) && !strings.HasPrefix(cname, PrefixEXT) {
 			continue
@@ -64,7 +64,7 @@ func Infer(rs *Ruleset) Inferred {
 			}
 		}
 	}
-	if c, ok := nat.Chains["KUBE-MARK-MASQ"]; ok {
+	if c := nat.Chain("KUBE-MARK-MASQ"); c != nil {
 		for _, r := range c.Rules() {
 			if r.Target != "MARK" {
 				continue

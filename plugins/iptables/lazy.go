@@ -21,6 +21,8 @@ type lazyState struct {
 	src    string
 	opts   ParseOptions
 	family string
+	// text is the dump; the kept lines are substrings of it.
+	text string
 	// node and dump name the dump in errors, when the loader read it.
 	node string
 	dump *snapshot.Dump
@@ -48,6 +50,31 @@ type lazyChain struct {
 	table     *Table
 	tableLine int
 	lines     []lazyLine
+	// run, for a chain read with a digest, is where its lines lie, one
+	// after the other: they are found there when first needed (kept).
+	run     *lineRun
+	runOnce sync.Once
+}
+
+// kept are the chain's rule lines.
+func (l *lazyChain) kept() []lazyLine {
+	if l.run != nil {
+		l.runOnce.Do(func() {
+			var err error
+			if l.lines, err = l.run.split(l.state.src, l.state.text); err != nil {
+				l.state.fail(err)
+			}
+		})
+	}
+	return l.lines
+}
+
+// count is the number of the chain's rule lines, without finding them.
+func (l *lazyChain) count() int {
+	if l.run != nil {
+		return l.run.count
+	}
+	return len(l.lines)
 }
 
 // parseLazy reads an iptables-save dump lazily. A dump that does not say
@@ -62,7 +89,7 @@ func parseLazy(source, text string, opts ParseOptions) (*Ruleset, error) {
 	if p.family == "" || !startsWithTable(text) {
 		return p.parse(text)
 	}
-	p.lazy = &lazyState{src: source, opts: opts, family: p.family}
+	p.lazy = &lazyState{src: source, opts: opts, family: p.family, text: text}
 	rs, err := p.parse(text)
 	if err != nil {
 		return nil, err
@@ -168,6 +195,10 @@ func (p *dumpParser) ruleOf(ln lazyLine, chain string) (*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(toks) < 2 || (toks[0].text != "-A" && toks[0].text != "--append") || toks[1].text != chain {
+		// Only a damaged digest (digest.go) files a line so.
+		return nil, p.errAt(line, n, int(ln.col), "this line was filed as a rule of chain %s, which it is not (a damaged index?)", chain)
+	}
 	r := p.rules.alloc()
 	r.Line, r.Raw = n, line
 	if err := p.parseRule(r, line, n, toks[2:]); err != nil {
@@ -185,7 +216,7 @@ func (p *dumpParser) ruleOf(ln lazyLine, chain string) (*Rule, error) {
 // parse parses the chain's kept lines into c's rules.
 func (l *lazyChain) parse(c *Chain) {
 	p := l.state.parser(l.table, l.tableLine)
-	for _, ln := range l.lines {
+	for _, ln := range l.kept() {
 		r, err := p.ruleOf(ln, c.Name)
 		if err != nil {
 			l.state.fail(err)
@@ -295,7 +326,7 @@ func (c *Chain) targets(rp *reparser, f func(string)) {
 		}
 		return
 	}
-	for _, ln := range l.lines {
+	for _, ln := range l.kept() {
 		if t, ok := plainTarget(ln.text[ln.col:]); ok {
 			f(t)
 			continue
@@ -344,7 +375,7 @@ func (c *Chain) rulesMentioning(rp *reparser, pred func(line string) bool) []*Ru
 		return c.rules
 	}
 	var out []*Rule
-	for _, ln := range l.lines {
+	for _, ln := range l.kept() {
 		if !pred(ln.text) {
 			continue
 		}

@@ -15,7 +15,7 @@ import (
 
 // lazyInputs are the dumps a lazy read is compared on: every parse fixture
 // and a generated node.
-func lazyInputs(t *testing.T) map[string]string {
+func lazyInputs(t testing.TB) map[string]string {
 	in := map[string]string{"generated": snapshottest.IPTablesSave(40, 3)}
 	for _, path := range ptFixtures(t) {
 		in[path] = string(ptRead(t, path))

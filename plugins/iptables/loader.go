@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -25,7 +26,9 @@ func (Loader) Wants(family string) string { return "an " + family + " iptables d
 // several headerless dumps of one backend (one per table) are merged, and
 // the plane walks the backend that holds kube-proxy's chains.
 func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
-	return load(ns, family, ParseString)
+	return load(ns, family, func(d *snapshot.Dump, source string, opts ParseOptions) (*Ruleset, error) {
+		return ParseString(source, d.Text, opts)
+	})
 }
 
 var _ dataplane.NarrowLoader = Loader{}
@@ -34,27 +37,73 @@ var _ dataplane.NarrowLoader = Loader{}
 // when first used (see parseLazy), and the plane's Err tells an error found
 // then.
 func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
-	return load(ns, family, parseLazy)
+	return load(ns, family, readNarrow)
 }
 
-func load(ns *snapshot.NodeState, family string, parse func(source, text string, opts ParseOptions) (*Ruleset, error)) (dataplane.Plane, error) {
+// readNarrow reads a dump lazily, with its digest when it has one that
+// this svctrace reads. A damaged digest, or one of another dump, is set
+// aside with a note: the dump is then scanned as if it had none.
+func readNarrow(d *snapshot.Dump, source string, opts ParseOptions) (*Ruleset, error) {
+	if len(d.Index) == 0 {
+		return parseLazy(source, d.Text, opts)
+	}
+	rs, err := parseDigested(source, d.Text, opts, d.Index)
+	if err == nil {
+		return rs, nil
+	}
+	rs, lerr := parseLazy(source, d.Text, opts)
+	if lerr != nil || errors.Is(err, errDigestVersion) {
+		return rs, lerr
+	}
+	rs.Notes = append(rs.Notes, Note{Message: fmt.Sprintf("the dump's index was not used (%v): the dump was read in full", err)})
+	return rs, nil
+}
+
+var _ dataplane.DumpIndexer = Loader{}
+
+// IndexDump digests an iptables-save dump of the node (see digest.go), so
+// that a narrowed read of it (LoadNarrow) needs to read only the chains it
+// walks. It returns nil for a dump it does not digest: another
+// collector's, or one read in full (headerless, of no stated family).
+func (Loader) IndexDump(ns *snapshot.NodeState, d *snapshot.Dump) ([]byte, error) {
+	fam, ok := dumpFamily(d)
+	if !ok {
+		return nil, nil
+	}
+	rs, err := parseLazy(dataplane.Origin(ns.Name, d), d.Text, ParseOptions{Table: d.Table, Family: fam})
+	if err != nil {
+		return nil, dumpError(ns.Name, d, err)
+	}
+	for _, st := range rs.lazy {
+		st.node, st.dump = ns.Name, d
+	}
+	return digest(rs)
+}
+
+// dumpFamily is the IP family of an iptables dump; false for a dump of
+// another collector.
+func dumpFamily(d *snapshot.Dump) (string, bool) {
+	if d.Collector != snapshot.CollectorIPTablesSave && d.Collector != snapshot.CollectorIP6TablesSave {
+		return "", false
+	}
+	if d.Family != "" {
+		return d.Family, true
+	}
+	if d.Collector == snapshot.CollectorIP6TablesSave {
+		return "IPv6", true
+	}
+	return "IPv4", true
+}
+
+func load(ns *snapshot.NodeState, family string, parse func(d *snapshot.Dump, source string, opts ParseOptions) (*Ruleset, error)) (dataplane.Plane, error) {
 	byBackend := map[string]*Ruleset{}
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
-		if d.Collector != snapshot.CollectorIPTablesSave && d.Collector != snapshot.CollectorIP6TablesSave {
+		fam, ok := dumpFamily(d)
+		if !ok || fam != family {
 			continue
 		}
-		fam := d.Family
-		if fam == "" {
-			fam = "IPv4"
-			if d.Collector == snapshot.CollectorIP6TablesSave {
-				fam = "IPv6"
-			}
-		}
-		if fam != family {
-			continue
-		}
-		rs, err := parse(dataplane.Origin(ns.Name, d), d.Text, ParseOptions{Table: d.Table, Family: fam})
+		rs, err := parse(d, dataplane.Origin(ns.Name, d), ParseOptions{Table: d.Table, Family: fam})
 		if err != nil {
 			return nil, dumpError(ns.Name, d, err)
 		}
@@ -101,6 +150,8 @@ func mergeRulesets(a, b *Ruleset) {
 	}
 	a.Notes = append(a.Notes, b.Notes...)
 	a.lazy = append(a.lazy, b.lazy...)
+	// A digest's facts are of its one dump.
+	a.facts = nil
 }
 
 // pickRuleset chooses the backend holding kube-proxy's chains.

@@ -41,7 +41,7 @@ func (p *dumpParser) checkJumps() error {
 // checkJump is checkJumps for one rule of the table being read, whose
 // target name starts at col; it keeps the chain in the rule.
 func (p *dumpParser) checkJump(r *Rule, col int) error {
-	if c := p.table.Chains[r.Target]; c != nil {
+	if c := p.table.Chain(r.Target); c != nil {
 		r.jump = c
 		return nil
 	}

@@ -36,7 +36,13 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 
 // Frontends implements dataplane.Plane.
 func (p *Plane) Frontends() []behavior.Frontend {
-	p.frontendsOnce.Do(func() { p.frontends = discover(p.Rules) })
+	p.frontendsOnce.Do(func() {
+		if f := p.Rules.facts; f != nil {
+			p.frontends = f.frontends
+			return
+		}
+		p.frontends = discover(p.Rules)
+	})
 	return slices.Clone(p.frontends)
 }
 
@@ -56,7 +62,13 @@ func (p *Plane) Err() error {
 
 // Infer implements dataplane.Plane.
 func (p *Plane) Infer() dataplane.Inferred {
-	in := Infer(p.Rules)
+	var in Inferred
+	if f := p.Rules.facts; f != nil {
+		in = f.infer
+		in.ClusterCIDRs, in.Evidence = slices.Clone(in.ClusterCIDRs), slices.Clone(in.Evidence)
+	} else {
+		in = Infer(p.Rules)
+	}
 	return dataplane.Inferred{Mode: in.Mode, ClusterCIDRs: in.ClusterCIDRs, MasqueradeBit: in.MasqueradeBit, Evidence: in.Evidence}
 }
 
