@@ -1,7 +1,9 @@
 package behavior
 
 import (
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -115,5 +117,39 @@ func TestProbeSpaceAvoidsTaken(t *testing.T) {
 	}
 	if _, ok := s.FreeHost(netip.MustParsePrefix("10.244.255.254/32")); ok {
 		t.Error("a single taken address gave a probe")
+	}
+}
+
+// TestFreeHostTakenSorted: with the taken addresses in TakenSorted (a
+// partial snapshot's), FreeHost finds what a search of every address from
+// the top finds, through runs of taken addresses and the other kinds.
+func TestFreeHostTakenSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for round := range 200 {
+		p := netip.MustParsePrefix("10.244.0.0/22")
+		taken := map[netip.Addr]bool{}
+		var sorted []netip.Addr
+		a := LastHost(p)
+		for range rng.IntN(1100) { // runs down from the top, with gaps
+			if rng.IntN(50) > 0 {
+				sorted = append(sorted, a)
+				taken[a] = true
+			}
+			a = a.Prev()
+		}
+		slices.SortFunc(sorted, netip.Addr.Compare)
+		other := LastHost(p).Prev().Prev()
+		s := NewProbeSpace(nil, []netip.Addr{other}, nil)
+		s.TakenSorted = sorted
+		want, wantOK := netip.Addr{}, false
+		for a := LastHost(p); p.Contains(a); a = a.Prev() {
+			if !taken[a] && a != other {
+				want, wantOK = a, true
+				break
+			}
+		}
+		if got, ok := s.FreeHost(p); got != want || ok != wantOK {
+			t.Fatalf("round %d (%d taken): %v %v, want %v %v", round, len(sorted), got, ok, want, wantOK)
+		}
 	}
 }

@@ -102,10 +102,15 @@ func NewProbeSpace(clusterCIDRs []netip.Prefix, nodeIPs []netip.Addr, taken map[
 // taken reports whether a may not stand for a client from outside the
 // node: an endpoint, a node address, or a loopback address.
 func (s ProbeSpace) taken(a netip.Addr) bool {
-	if a.IsLoopback() || s.Taken[a] || s.more[a] {
+	if _, ok := slices.BinarySearchFunc(s.TakenSorted, a, netip.Addr.Compare); ok {
 		return true
 	}
-	if _, ok := slices.BinarySearchFunc(s.TakenSorted, a, netip.Addr.Compare); ok {
+	return s.takenElsewhere(a)
+}
+
+// takenElsewhere is taken but for TakenSorted.
+func (s ProbeSpace) takenElsewhere(a netip.Addr) bool {
+	if a.IsLoopback() || s.Taken[a] || s.more[a] {
 		return true
 	}
 	for _, n := range s.NodeIPs {
@@ -139,13 +144,22 @@ func (s ProbeSpace) freeHost(p netip.Prefix) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	a := LastHost(p)
+	// k follows a down TakenSorted: the last address there not above a,
+	// so that a run of taken addresses costs one step each, not a search.
+	k, _ := slices.BinarySearchFunc(s.TakenSorted, a, netip.Addr.Compare)
+	if k == len(s.TakenSorted) || s.TakenSorted[k] != a {
+		k--
+	}
 	// Each taken address costs one step, so one more step than there are
 	// taken addresses always reaches a free one if the prefix has it.
 	for i := 0; i <= len(s.Taken)+len(s.TakenSorted)+len(s.more)+len(s.NodeIPs); i++ {
 		if !p.Contains(a) {
 			return netip.Addr{}, false
 		}
-		if !s.taken(a) {
+		for k >= 0 && s.TakenSorted[k].Compare(a) > 0 {
+			k--
+		}
+		if !(k >= 0 && s.TakenSorted[k] == a) && !s.takenElsewhere(a) {
 			return a, true
 		}
 		a = a.Prev()
