@@ -109,3 +109,16 @@ func benchmarkParseNarrow(b *testing.B, services, endpoints int) {
 
 func BenchmarkParseNarrow1k(b *testing.B)  { benchmarkParseNarrow(b, 1000, 10) }
 func BenchmarkParseNarrow10k(b *testing.B) { benchmarkParseNarrow(b, 10000, 10) }
+
+// BenchmarkParseParallel is BenchmarkParse as Load reads a dump: the
+// chains parsed on every CPU.
+func BenchmarkParseParallel(b *testing.B) {
+	text := snapshottest.IPTablesSave(10000, 10)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseParallel("bench", text, ParseOptions{Family: "IPv4"}, parallelMin); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

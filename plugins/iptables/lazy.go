@@ -216,6 +216,12 @@ func (p *dumpParser) ruleOf(ln lazyLine, chain string) (*Rule, error) {
 // parse parses the chain's kept lines into c's rules.
 func (l *lazyChain) parse(c *Chain) {
 	p := l.state.parser(l.table, l.tableLine)
+	l.parseWith(p, c)
+	l.state.addNotes(p.rs.Notes)
+}
+
+// parseWith parses the chain's kept lines with p, which keeps their notes.
+func (l *lazyChain) parseWith(p *dumpParser, c *Chain) {
 	for _, ln := range l.kept() {
 		r, err := p.ruleOf(ln, c.Name)
 		if err != nil {
@@ -224,7 +230,18 @@ func (l *lazyChain) parse(c *Chain) {
 		}
 		p.appendRule(c, r)
 	}
-	l.state.addNotes(p.rs.Notes)
+}
+
+// parseAll parses chains, which have not been used yet, with one parser
+// per table (a parser per chain costs more than the chain's few rules):
+// what Rules does for each, for a caller that needs them all.
+func parseAll(chains []*Chain) {
+	var rp reparser
+	defer rp.flush()
+	for _, c := range chains {
+		l := c.lazy
+		l.once.Do(func() { l.parseWith(rp.parser(l), c) })
+	}
 }
 
 func (st *lazyState) fail(err error) {

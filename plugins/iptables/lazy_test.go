@@ -258,6 +258,13 @@ func FuzzLazy(f *testing.F) {
 	f.Add(snapshottest.IPTablesSave(3, 2))
 	f.Fuzz(func(t *testing.T, text string) {
 		full, fullErr := ParseString("fuzz", text, ParseOptions{Family: "IPv4"})
+		par, parErr := parseParallel("fuzz", text, ParseOptions{Family: "IPv4"}, 0)
+		if (parErr == nil) != (fullErr == nil) || parErr != nil && parErr.Error() != fullErr.Error() {
+			t.Fatalf("parallel read: %v; full read: %v", parErr, fullErr)
+		}
+		if fullErr == nil && !reflect.DeepEqual(par.Notes, full.Notes) {
+			t.Fatalf("parallel read's notes\n got %v\nwant %v", par.Notes, full.Notes)
+		}
 		lazy, err := parseLazy("fuzz", text, ParseOptions{Family: "IPv4"})
 		if err != nil {
 			if fullErr == nil {
@@ -297,4 +304,41 @@ func FuzzLazy(f *testing.F) {
 			t.Fatalf("notes\n got %v\nwant %v", got, want)
 		}
 	})
+}
+
+// TestParseParallel: a read of the chains on every CPU gives exactly what a
+// read in order gives: rules, notes in their order, and errors.
+func TestParseParallel(t *testing.T) {
+	inputs := lazyInputs(t)
+	inputs["broken"] = lazyBroken
+	inputs["truncated"] = strings.TrimSuffix(snapshottest.IPTablesSave(5, 2), "COMMIT\n")
+	inputs["undeclared"] = "*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m bogus --x 1 -j KUBE-X\n-A KUBE-X -m foo -j ACCEPT\nCOMMIT\n"
+	for name, text := range inputs {
+		opts := ParseOptions{Family: "IPv4"}
+		full, fullErr := ParseString(name, text, opts)
+		par, err := parseParallel(name, text, opts, 0)
+		if fullErr != nil || err != nil {
+			if fullErr == nil || err == nil || err.Error() != fullErr.Error() {
+				t.Errorf("%s: error %v, want %v", name, err, fullErr)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(par.Notes, full.Notes) {
+			t.Errorf("%s: notes\n got %v\nwant %v", name, par.Notes, full.Notes)
+		}
+		if par.Backend != full.Backend || par.Family != full.Family || !slices.Equal(par.TableOrder, full.TableOrder) || par.Err() != nil {
+			t.Fatalf("%s: ruleset differs", name)
+		}
+		for _, tn := range full.TableOrder {
+			if !slices.Equal(par.Tables[tn].ChainOrder, full.Tables[tn].ChainOrder) {
+				t.Fatalf("%s: %s: chains differ", name, tn)
+			}
+			for _, c := range full.Tables[tn].order {
+				pc := par.Chain(tn, c.Name)
+				if pc.Len() != c.Len() || pc.Line != c.Line || pc.Policy != c.Policy || !reflect.DeepEqual(rulesView(pc.Rules()), rulesView(c.Rules())) {
+					t.Errorf("%s: %s/%s differs", name, tn, c.Name)
+				}
+			}
+		}
+	}
 }

@@ -27,7 +27,7 @@ func (Loader) Wants(family string) string { return "an " + family + " iptables d
 // the plane walks the backend that holds kube-proxy's chains.
 func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
 	return load(ns, family, func(d *snapshot.Dump, source string, opts ParseOptions) (*Ruleset, error) {
-		return ParseString(source, d.Text, opts)
+		return parseParallel(source, d.Text, opts, parallelMin)
 	})
 }
 
