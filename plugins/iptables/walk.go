@@ -141,6 +141,17 @@ func (l *hopList) slice() []dataplane.Hop {
 type Walker struct {
 	rs  *Ruleset
 	env *Env
+	// hooks are the built-in chains each hook runs, found once: a node's
+	// walks enter them hundreds of thousands of times.
+	hooks map[dataplane.Hook]*hookChains
+}
+
+// hookChains are a hook's built-in chain name (in capitals) and, for each
+// of its tables in order, the table's chain of that name (nil: none).
+type hookChains struct {
+	name   string
+	tables []string
+	chains []*Chain
 }
 
 // NewWalker prepares a walker.
@@ -148,7 +159,15 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 	if env == nil {
 		env = &Env{}
 	}
-	return &Walker{rs: rs, env: env}
+	w := &Walker{rs: rs, env: env, hooks: map[dataplane.Hook]*hookChains{}}
+	for _, h := range []dataplane.Hook{dataplane.HookPrerouting, dataplane.HookInput, dataplane.HookForward, dataplane.HookOutput, dataplane.HookPostrouting} {
+		hc := &hookChains{name: strings.ToUpper(string(h)), tables: hookTables(h)}
+		for _, t := range hc.tables {
+			hc.chains = append(hc.chains, rs.Chain(t, hc.name))
+		}
+		w.hooks[h] = hc
+	}
+	return w
 }
 
 // hookTables lists the tables of a hook in the kernel's priority order.
@@ -195,28 +214,33 @@ func (w *Walker) runHooks(s *state, hooks []dataplane.Hook, out *[]dataplane.Bra
 		return
 	}
 	// The built-in chains are named for their hook, in capitals.
-	w.runTables(s, strings.ToUpper(string(h)), hookTables(h), rest, out)
+	if hc := w.hooks[h]; hc != nil {
+		w.runTables(s, hc, 0, rest, out)
+		return
+	}
+	w.runHooks(s, rest, out)
 }
 
-func (w *Walker) runTables(s *state, hook string, tables []string, rest []dataplane.Hook, out *[]dataplane.Branch) {
-	if len(tables) == 0 {
+// runTables runs the hook's chains from its table i on.
+func (w *Walker) runTables(s *state, hc *hookChains, i int, rest []dataplane.Hook, out *[]dataplane.Branch) {
+	if i == len(hc.tables) {
 		w.runHooks(s, rest, out)
 		return
 	}
-	c := w.rs.Chain(tables[0], hook)
+	table, c := hc.tables[i], hc.chains[i]
 	if c == nil {
-		c = w.excerptEntry(s, tables[0], hook)
+		c = w.excerptEntry(s, table, hc.name)
 	}
 	if c == nil {
-		w.runTables(s, hook, tables[1:], rest, out)
+		w.runTables(s, hc, i+1, rest, out)
 		return
 	}
-	for _, r := range w.runChain(s, tables[0], c, 0) {
+	for _, r := range w.runChain(s, table, c, 0) {
 		if r.verdict != "" {
 			*out = append(*out, r.finish())
 			continue
 		}
-		w.runTables(r, hook, tables[1:], rest, out)
+		w.runTables(r, hc, i+1, rest, out)
 	}
 }
 
