@@ -20,8 +20,8 @@ func one(v value) []alt { return []alt{{v: v, p: 1}} }
 
 // singleValued reports whether e always has one value, of probability 1,
 // looked up in no set: a field of the packet or the connection, a literal,
-// or a concatenation of those. Such an expression is evaluated by
-// evalSingle, without a slice of alternatives.
+// or a concatenation or an operation of those. Such an expression is
+// evaluated by evalSingle, without a slice of alternatives.
 func singleValued(e Expr) bool {
 	switch x := e.(type) {
 	case *Payload, *Meta, *CT, *Fib, *Literal:
@@ -33,6 +33,8 @@ func singleValued(e Expr) bool {
 			}
 		}
 		return true
+	case *Binop:
+		return singleValued(x.Left) && singleValued(x.Right)
 	}
 	return false
 }
@@ -62,6 +64,8 @@ func (k *walk) evalSingle(s *state, t *Table, e Expr) value {
 			}
 		}
 		return v
+	case *Binop:
+		return binop(x.Op, k.evalSingle(s, t, x.Left), k.evalSingle(s, t, x.Right))
 	}
 	return unknownValue(e.String() + " not evaluated")
 }
@@ -83,16 +87,27 @@ func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 		if x.Mode != "random" {
 			s.note("numgen %s taken as uniform over new connections", x.Mode)
 		}
-		return uniform(x.Mod, x.Offset)
+		return k.w.uniform(x.Mod, x.Offset)
 	case *Hash:
 		s.note("%s: a hash of the packet, taken as uniform over clients", x)
-		return uniform(x.Mod, x.Offset)
+		return k.w.uniform(x.Mod, x.Offset)
 	case *Concat:
 		// Each part is evaluated once (an evaluation has no effect but
 		// its notes, which are kept once). While every part has one
 		// value, the concatenation is built in place.
 		out := []alt{{v: value{kind: vConcat, parts: make([]value, 0, len(x.Parts))}, p: 1}}
 		for _, part := range x.Parts {
+			if len(out) == 1 && singleValued(part) {
+				// One value, of probability 1, no hits: no slice.
+				a, b := &out[0], k.evalSingle(s, t, part)
+				switch {
+				case b.kind == vUnknown || b.kind == vNone:
+					a.v = b
+				case a.v.kind == vConcat:
+					a.v.parts = append(a.v.parts, b)
+				}
+				continue
+			}
 			right := k.eval(s, t, part)
 			if len(out) == 1 && len(right) == 1 {
 				a, b := &out[0], right[0]
@@ -115,7 +130,14 @@ func (k *walk) eval(s *state, t *Table, e Expr) []alt {
 		return pairs(s, x, k.eval(s, t, x.Left), func() []alt { return k.eval(s, t, x.Right) },
 			func(a, b value) value { return binop(x.Op, a, b) })
 	case *MapLookup:
-		keys := k.eval(s, t, x.Key)
+		var keys []alt
+		var single [1]alt
+		if singleValued(x.Key) {
+			single[0] = alt{v: k.evalSingle(s, t, x.Key), p: 1}
+			keys = single[:]
+		} else {
+			keys = k.eval(s, t, x.Key)
+		}
 		out := make([]alt, 0, len(keys))
 		// The alternatives of a numgen key have no hits of their own:
 		// theirs are carved out of one array.
@@ -172,6 +194,16 @@ func concatValue(a, b value) value {
 		return b
 	}
 	a.parts = append(slices.Clip(a.parts), b)
+	return a
+}
+
+// uniform is uniform(n, off), kept: the slice is shared, and read only.
+func (w *walker) uniform(n, off int) []alt {
+	if a, ok := w.uniforms.Load([2]int{n, off}); ok {
+		return a.([]alt)
+	}
+	a := slices.Clip(uniform(n, off))
+	w.uniforms.Store([2]int{n, off}, a)
 	return a
 }
 

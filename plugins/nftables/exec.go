@@ -131,6 +131,10 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 	case *Verdict:
 		return k.verdict(s, t, c, r, st, rc)
 	case *Mangle:
+		if singleValued(st.Value) {
+			k.mangle(s, t, c, r, st, k.evalSingle(s, t, st.Value))
+			return next(s, rc)
+		}
 		return k.fork(s, k.eval(s, t, st.Value), rc, func(s *state, a alt, rc rctx) []ruleOut {
 			k.mangle(s, t, c, r, st, a.v)
 			return next(s, rc)

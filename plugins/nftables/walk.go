@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
 
 	"github.com/svctrace/svctrace/dataplane"
 )
@@ -23,6 +24,10 @@ type walker struct {
 	// elements are per-client state, so a lookup matches only for the
 	// sets Env.Sticky names.
 	dynamic map[setRef]bool
+	// uniforms are the alternatives of numgen and hash expressions, by
+	// modulus and offset, made once: every Service's chain has one, and
+	// nothing changes them.
+	uniforms sync.Map // [2]int -> []alt
 }
 
 // maxBranches bounds the forks of one walk and maxSteps the rules it
