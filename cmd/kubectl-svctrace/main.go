@@ -34,8 +34,11 @@ func (e *exitCodeError) Error() string {
 
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	root := newRootCommand(streams)
+	root, prof := newRootCommandProfiled(streams)
 	err := root.Execute()
+	if perr := prof.stop(); perr != nil {
+		fmt.Fprintln(os.Stderr, "warning:", perr)
+	}
 	if err == nil {
 		os.Exit(exitOK)
 	}

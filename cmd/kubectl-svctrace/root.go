@@ -64,6 +64,13 @@ Exit codes:
      there`
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	root, _ := newRootCommandProfiled(streams)
+	return root
+}
+
+// newRootCommandProfiled is the root command and the profiler of its
+// --profile flag, which the caller stops once the command has run.
+func newRootCommandProfiled(streams genericiooptions.IOStreams) (*cobra.Command, *profiler) {
 	name, display := commandNames()
 	root := &cobra.Command{
 		Use:           name,
@@ -86,7 +93,10 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	drift.ValidArgsFunction = completeServiceArg(false)
 	root.AddCommand(explain, newTraceCommand(streams), drift, newCollectCommand(streams),
 		newReconcileCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
-	return root
+	prof := &profiler{}
+	prof.addFlags(root)
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }
+	return root, prof
 }
 
 func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
