@@ -18,6 +18,7 @@
 #   SVCTRACE_BENCH_TIMEOUT    go test -timeout [60m]
 #   SVCTRACE_BENCH_REPORT     also write the report (Markdown tables) to this file
 #   SVCTRACE_BENCH_SNAPSHOT_EXT  extension of the snapshot collect writes (.snap, .yaml, .json) [none: the default format]
+#   SVCTRACE_BENCH_PROFILE_DIR   also write CPU profiles of drift --local and explain here (runs of their own)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +46,11 @@ export SVCTRACE_BENCH_SIZES="${SVCTRACE_BENCH_SIZES:-1000,10000}"
 export SVCTRACE_BENCH_MODES="${SVCTRACE_BENCH_MODES:-iptables,nftables}"
 export SVCTRACE_BENCH_ENDPOINTS="${SVCTRACE_BENCH_ENDPOINTS:-10}"
 report="${SVCTRACE_BENCH_REPORT:-$work/report.md}"
+if [ -n "${SVCTRACE_BENCH_PROFILE_DIR:-}" ]; then
+	mkdir -p "$SVCTRACE_BENCH_PROFILE_DIR"
+	SVCTRACE_BENCH_PROFILE_DIR=$(cd "$SVCTRACE_BENCH_PROFILE_DIR" && pwd)
+	export SVCTRACE_BENCH_PROFILE_DIR
+fi
 export SVCTRACE_BENCH_REPORT="$report"
 # A lab problem (no binaries, no root) fails instead of skipping, so a skipped run never
 # passes for a measured one.

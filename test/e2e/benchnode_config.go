@@ -19,11 +19,15 @@ type benchConfig struct {
 	// SnapshotExt (SVCTRACE_BENCH_SNAPSHOT_EXT) ends the snapshot file's name, choosing its
 	// format (".yaml", ".json", ".snap"); empty: no extension, the default format.
 	SnapshotExt string
+	// ProfileDir (SVCTRACE_BENCH_PROFILE_DIR), when set, gets CPU profiles of drift --local
+	// and explain, from runs of their own after the measured ones.
+	ProfileDir string
 }
 
 // parseBenchConfig reads the configuration through getenv (os.Getenv in the test).
 func parseBenchConfig(getenv func(string) string) (benchConfig, error) {
-	c := benchConfig{Bin: getenv("SVCTRACE_BENCH_BIN"), Report: getenv("SVCTRACE_BENCH_REPORT"), SnapshotExt: getenv("SVCTRACE_BENCH_SNAPSHOT_EXT")}
+	c := benchConfig{Bin: getenv("SVCTRACE_BENCH_BIN"), Report: getenv("SVCTRACE_BENCH_REPORT"), SnapshotExt: getenv("SVCTRACE_BENCH_SNAPSHOT_EXT"),
+		ProfileDir: getenv("SVCTRACE_BENCH_PROFILE_DIR")}
 	if c.SnapshotExt != "" && (!strings.HasPrefix(c.SnapshotExt, ".") || strings.ContainsRune(c.SnapshotExt, '/')) {
 		return c, fmt.Errorf("SVCTRACE_BENCH_SNAPSHOT_EXT=%q: want an extension such as .snap", c.SnapshotExt)
 	}

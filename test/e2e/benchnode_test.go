@@ -115,6 +115,15 @@ func benchNode(t *testing.T, cfg benchConfig, bin, agent string, r *benchRun) {
 			t.Errorf("explain %s does not name the Service:\n%s", objs.Middle, headLines(string(b), 30))
 		}
 	}
+	if cfg.ProfileDir != "" {
+		// Runs of their own: a profile costs a little, and the measured runs are done.
+		prefix := filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-%d-", r.Mode, r.Services))
+		m.run("drift (profiled)", "", bin, "drift", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A",
+			"--profile", "cpu", "--profile-output", prefix+"drift-local.pprof")
+		m.run("explain (profiled)", "", bin, "explain", objs.Middle, "--snapshot", snap, "--node", "node1",
+			"--profile", "cpu", "--profile-output", prefix+"explain.pprof")
+		t.Logf("CPU profiles in %s*.pprof", prefix)
+	}
 }
 
 // useLegacyIPTables puts iptables, ip6tables and their -save and -restore, linked to the
