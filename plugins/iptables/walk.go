@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/svctrace/svctrace/dataplane"
 )
@@ -144,6 +145,8 @@ type Walker struct {
 	// hooks are the built-in chains each hook runs, found once: a node's
 	// walks enter them hundreds of thousands of times.
 	hooks map[dataplane.Hook]*hookChains
+	// branches are buffers for the branches of a walk (*[]Branch).
+	branches sync.Pool
 }
 
 // hookChains are a hook's built-in chain name (in capitals) and, for each
@@ -160,6 +163,7 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 		env = &Env{}
 	}
 	w := &Walker{rs: rs, env: env, hooks: map[dataplane.Hook]*hookChains{}}
+	w.branches.New = func() any { return new([]dataplane.Branch) }
 	for _, h := range []dataplane.Hook{dataplane.HookPrerouting, dataplane.HookInput, dataplane.HookForward, dataplane.HookOutput, dataplane.HookPostrouting} {
 		hc := &hookChains{name: strings.ToUpper(string(h)), tables: hookTables(h)}
 		for _, t := range hc.tables {
@@ -193,9 +197,17 @@ func (w *Walker) Walk(p Packet) []dataplane.Branch {
 // WalkWith is Walk narrowed by o.
 func (w *Walker) WalkWith(p Packet, o dataplane.WalkOptions) []dataplane.Branch {
 	start := &state{pkt: p, prob: 1, opts: &o, walk: &walkState{}}
-	var out []dataplane.Branch
+	// The branches gather in a buffer the walker's walks share, and the
+	// walk keeps a copy of its own size: a slice grown by appending
+	// would be made and dropped several times over.
+	buf := w.branches.Get().(*[]dataplane.Branch)
+	out := (*buf)[:0]
 	w.runHooks(start, dataplane.EntryHooks(p.Entry), &out)
-	return out
+	res := slices.Clone(out)
+	clear(out)
+	*buf = out[:0]
+	w.branches.Put(buf)
+	return res
 }
 
 // runHooks runs the hooks in turn, taking the routing decisions between

@@ -28,6 +28,9 @@ type walker struct {
 	// modulus and offset, made once: every Service's chain has one, and
 	// nothing changes them.
 	uniforms sync.Map // [2]int -> []alt
+	// branches are buffers for the branches of a walk (*[]Branch): the
+	// walk keeps a copy of its own size, not a slice grown by appending.
+	branches sync.Pool
 }
 
 // maxBranches bounds the forks of one walk and maxSteps the rules it
@@ -133,8 +136,17 @@ func (w *walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []datap
 	if pkt.Entry != dataplane.Output && pkt.Entry != dataplane.Prerouting {
 		s.note("entry %q unknown: walked as an arriving packet (prerouting)", pkt.Entry)
 	}
+	buf, _ := w.branches.Get().(*[]dataplane.Branch)
+	if buf == nil {
+		buf = new([]dataplane.Branch)
+	}
+	k.out = (*buf)[:0]
 	k.hooks(s, dataplane.EntryHooks(pkt.Entry))
-	return k.out
+	res := slices.Clone(k.out)
+	clear(k.out)
+	*buf = k.out[:0]
+	w.branches.Put(buf)
+	return res
 }
 
 // hooks runs the hooks in turn, taking the routing decisions between them
