@@ -212,18 +212,37 @@ func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, 
 // the rules are not wanted, only the verdict) describes the hops kept.
 func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 	var o behavior.Outcome
-	backends := map[string]*behavior.Backend{}
-	var order []string
+	// The backends in the order first reached, found by a scan while they
+	// are few and by a map once they are many.
+	var backends []behavior.Backend
+	var byEndpoint map[string]int
 	var dropP, rejectP float64
 	masq := false
 	addBackend := func(ep string, b Branch) {
-		bk, ok := backends[ep]
-		if !ok {
-			bk = &behavior.Backend{Endpoint: ep, Rules: hopRules(b.Hops, describe)}
-			backends[ep] = bk
-			order = append(order, ep)
+		i := -1
+		if byEndpoint != nil {
+			if j, ok := byEndpoint[ep]; ok {
+				i = j
+			}
+		} else {
+			i = slices.IndexFunc(backends, func(bk behavior.Backend) bool { return bk.Endpoint == ep })
 		}
-		bk.Probability += b.Probability
+		if i < 0 {
+			if backends == nil {
+				backends = make([]behavior.Backend, 0, len(br))
+			}
+			i = len(backends)
+			backends = append(backends, behavior.Backend{Endpoint: ep, Rules: hopRules(b.Hops, describe)})
+			if byEndpoint != nil {
+				byEndpoint[ep] = i
+			} else if len(backends) == 32 {
+				byEndpoint = make(map[string]int, len(br))
+				for j, bk := range backends {
+					byEndpoint[bk.Endpoint] = j
+				}
+			}
+		}
+		backends[i].Probability += b.Probability
 	}
 	for _, b := range br {
 		switch {
@@ -247,14 +266,13 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		}
 	}
 	switch {
-	case len(order) > 0:
+	case len(backends) > 0:
 		o.Verdict = behavior.Forward
 		o.Reason, o.Rules = "", nil
-		for _, ep := range order {
-			b := *backends[ep]
-			b.Probability = round(b.Probability)
-			o.Backends = append(o.Backends, b)
+		for i := range backends {
+			backends[i].Probability = round(backends[i].Probability)
 		}
+		o.Backends = slices.Clip(backends)
 		o.Masquerade = masq
 	case rejectP > 0:
 		o.Verdict = behavior.Reject
