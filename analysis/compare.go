@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -163,7 +164,7 @@ type mkFunc func(string, []behavior.SourceClass, string, string, []behavior.Rule
 // masquerade difference).
 func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo, oo behavior.Outcome) (fs []behavior.Finding, policy bool) {
 	cls := []behavior.SourceClass{c}
-	em, om := backendMap(eo), backendMap(oo)
+	em, om := backendsOf(eo), backendsOf(oo)
 	if e.LocalOnly && c == behavior.FromExternal && !sameSet(em, om) {
 		return []behavior.Finding{mk(behavior.LocalPolicyMismatch, cls, backendList(eo), backendList(oo), nil,
 			fmt.Sprintf("traffic policy Local: external connections to %s should reach only this node's endpoints %s, reach %s", e.Key, backendList(eo), backendList(oo)))}, true
@@ -174,13 +175,13 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 	}
 	var out []behavior.Finding
 	for _, b := range eo.Backends {
-		if _, ok := om[b.Endpoint]; !ok {
+		if _, ok := om.get(b.Endpoint); !ok {
 			out = append(out, mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", b.Rules,
 				fmt.Sprintf("endpoint %s of %s gets no traffic on this node", b.Endpoint, e.Service)))
 		}
 	}
 	for _, b := range oo.Backends {
-		if _, ok := em[b.Endpoint]; !ok {
+		if _, ok := em.get(b.Endpoint); !ok {
 			out = append(out, mk(behavior.StaleEndpoint, nil, "absent", b.Endpoint, b.Rules,
 				fmt.Sprintf("%s of %s still sends traffic to %s, which is not a usable endpoint", e.Key, e.Service, b.Endpoint)))
 		}
@@ -189,7 +190,7 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 		return out, false
 	}
 	for _, b := range eo.Backends {
-		ob := om[b.Endpoint]
+		ob, _ := om.get(b.Endpoint)
 		if d := b.Probability - ob.Probability; d > weightTolerance || d < -weightTolerance {
 			out = append(out, mk(behavior.WeightMismatch, cls, backendList(eo), backendList(oo), ob.Rules,
 				fmt.Sprintf("%s spreads connections as %s, should be %s", e.Key, backendList(oo), backendList(eo))))
@@ -197,7 +198,7 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 		}
 	}
 	for _, b := range eo.Backends {
-		if ob := om[b.Endpoint]; c == behavior.FromPod && b.HairpinMasquerade && !ob.HairpinMasquerade {
+		if ob, _ := om.get(b.Endpoint); c == behavior.FromPod && b.HairpinMasquerade && !ob.HairpinMasquerade {
 			out = append(out, mk(behavior.MasqueradeMismatch, cls, "hairpin masquerade for "+b.Endpoint, "no hairpin masquerade", ob.Rules,
 				fmt.Sprintf("a pod reaching itself (%s) through %s is not masqueraded, so its replies bypass the NAT", b.Endpoint, e.Key)))
 		}
@@ -205,33 +206,56 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 	return out, false
 }
 
-func backendMap(o behavior.Outcome) map[string]behavior.Backend {
-	m := map[string]behavior.Backend{}
-	for _, b := range o.Backends {
-		m[b.Endpoint] = b
-	}
-	return m
+// backends are an outcome's backends by endpoint: found by a scan while
+// few (a frontend's usual ten, without a map per comparison), by a map once
+// many.
+type backends struct {
+	list []behavior.Backend
+	m    map[string]int
 }
 
-func subset(a, b map[string]behavior.Backend) bool {
-	for k := range a {
-		if _, ok := b[k]; !ok {
+func backendsOf(o behavior.Outcome) backends {
+	b := backends{list: o.Backends}
+	if len(o.Backends) > 16 {
+		b.m = make(map[string]int, len(o.Backends))
+		for i, x := range o.Backends {
+			if _, ok := b.m[x.Endpoint]; !ok {
+				b.m[x.Endpoint] = i
+			}
+		}
+	}
+	return b
+}
+
+// get is the backend of that endpoint.
+func (b backends) get(ep string) (behavior.Backend, bool) {
+	i := -1
+	if b.m != nil {
+		if j, ok := b.m[ep]; ok {
+			i = j
+		}
+	} else {
+		i = slices.IndexFunc(b.list, func(x behavior.Backend) bool { return x.Endpoint == ep })
+	}
+	if i < 0 {
+		return behavior.Backend{}, false
+	}
+	return b.list[i], true
+}
+
+// subset reports whether every endpoint of a is one of b's.
+func subset(a, b backends) bool {
+	for _, x := range a.list {
+		if _, ok := b.get(x.Endpoint); !ok {
 			return false
 		}
 	}
 	return true
 }
 
-func sameSet(a, b map[string]behavior.Backend) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			return false
-		}
-	}
-	return true
+// sameSet reports whether a and b have the same endpoints.
+func sameSet(a, b backends) bool {
+	return subset(a, b) && subset(b, a)
 }
 
 func backendList(o behavior.Outcome) string {
