@@ -110,9 +110,7 @@ func runDump(ctx context.Context, c dumpCommand) dumpResult {
 	if err != nil {
 		return dumpResult{note: fmt.Sprintf("%s not installed: %s was not read", bin, c.what)}
 	}
-	// The dump's text is the builder's buffer itself (String does not
-	// copy it): a large node's dump is tens of megabytes.
-	var out strings.Builder
+	var out dumpOutput
 	var errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, path, c.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
