@@ -110,6 +110,39 @@ func benchmarkParseNarrow(b *testing.B, services, endpoints int) {
 func BenchmarkParseNarrow1k(b *testing.B)  { benchmarkParseNarrow(b, 1000, 10) }
 func BenchmarkParseNarrow10k(b *testing.B) { benchmarkParseNarrow(b, 10000, 10) }
 
+// benchmarkParseDigested is benchmarkParseNarrow with the dump's digest,
+// as explain reads a binary snapshot: the digest answers for all chains,
+// and one Service's chains are made and parsed.
+func benchmarkParseDigested(b *testing.B, services, endpoints int) {
+	text := snapshottest.IPTablesSave(services, endpoints)
+	data := digestOf(b, text)
+	svc := snapshottest.ServiceChain(services / 2)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rs, err := parseDigested("bench", text, ParseOptions{Family: "IPv4"}, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &Plane{Rules: rs}
+		if f := p.Frontends(); len(f) != services {
+			b.Fatalf("%d frontends", len(f))
+		}
+		if in := p.Infer(); len(in.ClusterCIDRs) != 1 {
+			b.Fatalf("inferred %+v", in)
+		}
+		if f := p.Checks("bench", "iptables"); len(f) != 0 || rs.Err() != nil {
+			b.Fatalf("checks %v, %v", f, rs.Err())
+		}
+		if c := rs.Chain("nat", svc); c == nil || len(c.Rules()) < endpoints {
+			b.Fatalf("chain %s: %v", svc, c)
+		}
+	}
+}
+
+func BenchmarkParseDigested1k(b *testing.B)  { benchmarkParseDigested(b, 1000, 10) }
+func BenchmarkParseDigested10k(b *testing.B) { benchmarkParseDigested(b, 10000, 10) }
+
 // BenchmarkParseParallel is BenchmarkParse as Load reads a dump: the
 // chains parsed on every CPU.
 func BenchmarkParseParallel(b *testing.B) {
