@@ -94,16 +94,22 @@ func benchmarkParseNarrow(b *testing.B, services, endpoints int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &Plane{Rules: rs}
-		if f := p.Frontends(); len(f) != services {
-			b.Fatalf("%d frontends", len(f))
-		}
-		if in := p.Infer(); len(in.ClusterCIDRs) != 1 {
-			b.Fatalf("inferred %+v", in)
-		}
-		if f := p.Checks("bench", "iptables"); len(f) != 0 || rs.Err() != nil {
-			b.Fatalf("checks %v, %v", f, rs.Err())
-		}
+		askWholeDump(b, rs, services)
+	}
+}
+
+// askWholeDump asks what every narrowed analysis asks of all of a dump's
+// chains: frontends, inferred settings, text checks.
+func askWholeDump(b *testing.B, rs *Ruleset, services int) {
+	p := &Plane{Rules: rs}
+	if f := p.Frontends(); len(f) != services {
+		b.Fatalf("%d frontends", len(f))
+	}
+	if in := p.Infer(); len(in.ClusterCIDRs) != 1 {
+		b.Fatalf("inferred %+v", in)
+	}
+	if f := p.Checks("bench", "iptables"); len(f) != 0 || rs.Err() != nil {
+		b.Fatalf("checks %v, %v", f, rs.Err())
 	}
 }
 
@@ -124,16 +130,7 @@ func benchmarkParseDigested(b *testing.B, services, endpoints int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &Plane{Rules: rs}
-		if f := p.Frontends(); len(f) != services {
-			b.Fatalf("%d frontends", len(f))
-		}
-		if in := p.Infer(); len(in.ClusterCIDRs) != 1 {
-			b.Fatalf("inferred %+v", in)
-		}
-		if f := p.Checks("bench", "iptables"); len(f) != 0 || rs.Err() != nil {
-			b.Fatalf("checks %v, %v", f, rs.Err())
-		}
+		askWholeDump(b, rs, services)
 		if c := rs.Chain("nat", svc); c == nil || len(c.Rules()) < endpoints {
 			b.Fatalf("chain %s: %v", svc, c)
 		}
