@@ -69,24 +69,15 @@ func (r *wireReader) fail(format string, args ...any) {
 	}
 }
 
-func (r *wireReader) uint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.buf[r.pos:])
-	if n <= 0 {
-		r.fail("bad or truncated number")
-		return 0
-	}
-	r.pos += n
-	return v
-}
+func (r *wireReader) uint() uint64 { return readVarint(r, binary.Uvarint) }
+func (r *wireReader) int() int64   { return readVarint(r, binary.Varint) }
 
-func (r *wireReader) int() int64 {
+// readVarint reads a number with decode (binary.Uvarint, binary.Varint).
+func readVarint[T uint64 | int64](r *wireReader, decode func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(r.buf[r.pos:])
+	v, n := decode(r.buf[r.pos:])
 	if n <= 0 {
 		r.fail("bad or truncated number")
 		return 0
