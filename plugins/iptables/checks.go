@@ -60,7 +60,7 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 // them; or, with a digest's facts, the orphans and the chains that can be
 // leftovers, without making the others.
 func checkedChains(rs *Ruleset, t *Table, orphans []int) []*Chain {
-	if rs.facts == nil {
+	if rs.facts == nil || t.dig == nil {
 		return t.chains()
 	}
 	var out []*Chain
