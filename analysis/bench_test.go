@@ -2,8 +2,8 @@ package analysis_test
 
 import (
 	"os"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/svctrace/svctrace/analysis"
