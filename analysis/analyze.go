@@ -72,6 +72,11 @@ type Options struct {
 	// walks record no hops, and a frontend with a finding is walked again
 	// for its rules. Findings are the same as without.
 	Lean bool
+	// Model, when it fits the analysis (PrepareModel of the same cluster,
+	// node and family, for an analysis not narrowed), is the view used
+	// instead of building it. A Model serves one analysis: the analysis
+	// completes the view with the node's addresses.
+	Model *Model
 }
 
 // Analyze parses a node's dumps of one family (iptables, nftables), picks
@@ -94,7 +99,11 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	// The model's view needs only the API objects: it is made while the
 	// dumps are parsed.
 	views := make(chan modelResult, 1)
-	go func() { views <- modelView(s.Cluster, node, family, o, true) }()
+	if o.Model.fits(s.Cluster, node, family, o) {
+		go func() { views <- o.Model.wait() }()
+	} else {
+		go func() { views <- modelView(s.Cluster, node, family, o, true) }()
+	}
 	pl, err := loadPlanes(ns, family, o.Service != nil)
 	view := <-views
 	if err != nil {

@@ -15,6 +15,9 @@ type DriftOptions struct {
 	Nodes  []string
 	Family string
 	Scope  Scope
+	// Models are views of nodes started before their kernel state was
+	// read (PrepareModel); a node without one gets its view built.
+	Models []*Model
 }
 
 // ErrNoNodeState is returned for a snapshot that holds no node's kernel
@@ -41,7 +44,13 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 	r := NewDriftReport()
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
 	for _, n := range nodes {
-		a, err := AnalyzeWith(s, n, o.Family, Options{Lean: true})
+		opts := Options{Lean: true}
+		for _, m := range o.Models {
+			if m.fits(s.Cluster, n, o.Family, opts) {
+				opts.Model = m
+			}
+		}
+		a, err := AnalyzeWith(s, n, o.Family, opts)
 		if err != nil {
 			return nil, err
 		}

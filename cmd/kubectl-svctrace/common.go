@@ -38,6 +38,10 @@ type commonOptions struct {
 	// only narrows the load and the analysis to one Service (explain):
 	// a binary snapshot is read in part, and only its frontends are walked.
 	only *analysis.ServiceRef
+	// prepareModel (drift) has a live read build the node's model view
+	// while the kernel's rules are still being dumped, into models.
+	prepareModel bool
+	models       []*analysis.Model
 }
 
 func newCommonOptions(streams genericiooptions.IOStreams) *commonOptions {
@@ -202,6 +206,9 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 				s.Metadata.Notes = append(s.Metadata.Notes, note)
 			}
 		}
+	}
+	if o.prepareModel && o.node != "" && s.Cluster != nil {
+		o.models = append(o.models, analysis.PrepareModel(s.Cluster, o.node, o.family))
 	}
 	// The conntrack table is read only for the Services' addresses and
 	// the node's own (NodePorts), so a full table stays out of memory.

@@ -76,11 +76,12 @@ func (o *driftOptions) validate() error {
 }
 
 func (o *driftOptions) run(cmd *cobra.Command) error {
+	o.prepareModel = true
 	s, err := o.snapshot(cmd.Context())
 	if err != nil {
 		return err
 	}
-	opts := analysis.DriftOptions{Family: o.family, Scope: analysis.Scope{Service: o.ref, Namespace: o.scopeNamespace()}}
+	opts := analysis.DriftOptions{Family: o.family, Scope: analysis.Scope{Service: o.ref, Namespace: o.scopeNamespace()}, Models: o.models}
 	if !o.allNodes && len(s.Nodes) > 0 {
 		if err := o.pickNode(s); err != nil {
 			return err

@@ -4,8 +4,9 @@
 // repeats: with the API objects already in memory, read the kernel's state
 // of the network namespace it runs in and check it for drift, as drift
 // --local does. It decodes --objects and reads kube-proxy's /configz first,
-// untimed (an agent holds both), then times one read and analysis and
-// prints the seconds it took, and the drift summary, as JSON.
+// untimed (an agent holds both), then times one read and analysis (the
+// node's model view built meanwhile, as drift --local does) and prints the
+// seconds it took, and the drift summary, as JSON.
 package main
 
 import (
@@ -59,6 +60,9 @@ func run(objects, node, metrics string) error {
 	}
 
 	start := time.Now()
+	// As drift --local does: the node's view is built while the kernel's
+	// rules are dumped.
+	model := analysis.PrepareModel(c, node, "IPv4")
 	ns, _, err := inspect.CollectLocal(ctx, node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(c)})
 	if err != nil {
 		return err
@@ -66,7 +70,7 @@ func run(objects, node, metrics string) error {
 	ns.KubeProxy = pc
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 		Metadata: snapshot.Metadata{Source: "live"}, Cluster: c, Nodes: []snapshot.NodeState{ns}}
-	r, err := analysis.Drift(s, analysis.DriftOptions{Family: "IPv4"})
+	r, err := analysis.Drift(s, analysis.DriftOptions{Family: "IPv4", Models: []*analysis.Model{model}})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,38 @@
+package analysis
+
+import "github.com/svctrace/svctrace/snapshot"
+
+// Model is kube-proxy's view of one node built from the API objects alone,
+// started before the node's kernel state is read: the view needs no rule,
+// so it can take the CPU the dump tools leave idle while they run. Drift
+// and AnalyzeWith given it (DriftOptions.Models, Options.Model) use it
+// instead of building the view again; the answers are the same.
+type Model struct {
+	cluster      *snapshot.Cluster
+	node, family string
+	done         chan struct{}
+	res          modelResult
+}
+
+// PrepareModel starts building the view of node for family from c, which
+// must not change until the analysis that uses it is done.
+func PrepareModel(c *snapshot.Cluster, node, family string) *Model {
+	m := &Model{cluster: c, node: node, family: family, done: make(chan struct{})}
+	go func() {
+		m.res = modelView(c, node, family, Options{}, true)
+		close(m.done)
+	}()
+	return m
+}
+
+// fits reports whether m is the view an analysis of node and family on c
+// would build; a narrowed analysis builds its own, of one Service.
+func (m *Model) fits(c *snapshot.Cluster, node, family string, o Options) bool {
+	return m != nil && m.cluster == c && m.node == node && m.family == family && o.Service == nil
+}
+
+// wait is the view, once built.
+func (m *Model) wait() modelResult {
+	<-m.done
+	return m.res
+}
