@@ -1,0 +1,285 @@
+//go:build linux
+
+package nftables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// kernelNetns makes a network namespace for the test, removed when it
+// ends; it fails under CI=true, and skips elsewhere, without root or nft.
+func kernelNetns(t testing.TB) string {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "needs root to create network namespaces"
+	}
+	for _, tool := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil && why == "" {
+			why = tool + " not found in PATH"
+		}
+	}
+	if why != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	name := fmt.Sprintf("svct-nft-%d-%08x", os.Getpid(), rand.Uint32())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	return name
+}
+
+// inNetns runs argv in the namespace, with stdin, and returns stdout.
+func inNetns(t testing.TB, ns, stdin string, argv ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, argv...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("in %s: %s: %v: %s", ns, strings.Join(argv, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// readKernelIn reads the namespace's ruleset over netlink.
+func readKernelIn(t testing.TB, ns string) (*Ruleset, error) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("/run/netns", ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return ReadNetlink(int(f.Fd()))
+}
+
+// canonical lists a ruleset line by line, sets' elements sorted (nft
+// sorts some, the kernel keeps its own order). The comments of tables and
+// chains are left out: nft 1.0.6 does not put them in its JSON
+// (TestReadKernelComments checks them).
+func canonical(rs *Ruleset) []string {
+	var out []string
+	for _, t := range rs.Tables {
+		out = append(out, fmt.Sprintf("table %s", t.ID()))
+		for _, s := range t.Sets {
+			out = append(out, fmt.Sprintf("  set %s map=%v type %v : %v flags %v timeout %d size %d comment %q",
+				s.Name, s.IsMap, s.KeyType, s.DataType, s.Flags, s.Timeout, s.Size, s.Comment))
+			var els []string
+			for _, e := range s.Elements {
+				els = append(els, "    "+e.String())
+			}
+			slices.Sort(els)
+			out = append(out, els...)
+		}
+		for _, c := range t.Chains {
+			out = append(out, fmt.Sprintf("  chain %s type %q hook %q prio %d policy %q", c.Name, c.Type, c.Hook, c.Prio, c.Policy))
+			for _, r := range c.rules() {
+				out = append(out, fmt.Sprintf("    [%d] %s", r.Handle, r.Text()))
+			}
+		}
+		for _, c := range t.Counters {
+			out = append(out, fmt.Sprintf("  counter %s", c.Name))
+		}
+		for _, o := range t.Objects {
+			out = append(out, fmt.Sprintf("  %s %s", o.Kind, o.Name))
+		}
+	}
+	return out
+}
+
+// kernelCases are rulesets loaded into a namespace and read both ways:
+// kube-proxy's own (captured from real kube-proxy) and hand-written ones
+// for the forms kube-proxy does not write.
+func kernelCases(t *testing.T) map[string]string {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	return map[string]string{
+		"kube-proxy v1.36.3":  read("../../../shared/fixtures/kube-proxy-v1.36.3/two-nodes/node2.nft.txt"),
+		"kube-proxy v1.33.13": read("../../../shared/fixtures/kube-proxy-v1.33.13/two-nodes/node2.nft.txt"),
+		"forms":               read("testdata/kernel-forms.nft"),
+	}
+}
+
+// TestReadKernelAsNft: the netlink reader reads every ruleset as the
+// parser reads `nft -j list ruleset` of the same kernel state.
+func TestReadKernelAsNft(t *testing.T) {
+	for name, text := range kernelCases(t) {
+		t.Run(name, func(t *testing.T) {
+			ns := kernelNetns(t)
+			inNetns(t, ns, text, "nft", "-f", "-")
+			want, err := Parse("nft -j", []byte(inNetns(t, ns, "", "nft", "-j", "list", "ruleset")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := readKernelIn(t, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameLines(t, "netlink", "nft -j", canonical(got), canonical(want))
+			// Kept in a snapshot as JSON, it reads back the same.
+			text, err := RenderJSON(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Parse("rendered", text)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, text)
+			}
+			sameLines(t, "rendered", "netlink", canonical(back), canonical(got))
+			// And the walks find the same, in both families.
+			for _, fam := range []string{"IPv4", "IPv6"} {
+				in := dataplane.ObserveInput{Node: "node2", Family: fam, NodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.11")}}
+				g, w := dataplane.Observe(NewPlane(got, fam), in), dataplane.Observe(NewPlane(want, fam), in)
+				if fam == "IPv4" && strings.HasPrefix(name, "kube-proxy") && len(w.Frontends) < 5 {
+					t.Errorf("%s: %d frontends observed, want kube-proxy's", fam, len(w.Frontends))
+				}
+				if !reflect.DeepEqual(g, w) {
+					t.Errorf("%s: observed behaviour differs:\nnetlink: %+v\nnft -j:  %+v", fam, g, w)
+				}
+			}
+		})
+	}
+}
+
+// sameLines reports the lines where got and want differ.
+func sameLines(t *testing.T, gotName, wantName string, g, w []string) {
+	t.Helper()
+	if slices.Equal(g, w) {
+		return
+	}
+	for i := range max(len(g), len(w)) {
+		gl, wl := "(none)", "(none)"
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			t.Errorf("line %d:\n %s: %s\n %s: %s", i, gotName, gl, wantName, wl)
+		}
+	}
+}
+
+// TestReadKernelRefuses: what the reader does not translate is an error
+// wrapping ErrNotTranslated, never a guess.
+func TestReadKernelRefuses(t *testing.T) {
+	ns := kernelNetns(t)
+	inNetns(t, ns, "table ip t {\n chain c {\n type filter hook input priority 0; policy accept;\n limit rate 5/second accept\n }\n}\n", "nft", "-f", "-")
+	_, err := readKernelIn(t, ns)
+	if !errors.Is(err, ErrNotTranslated) {
+		t.Fatalf("got %v, want an error wrapping ErrNotTranslated", err)
+	}
+	if !strings.Contains(err.Error(), "limit") || !strings.Contains(err.Error(), "table ip t chain c") {
+		t.Errorf("error %q does not name the expression and the rule", err)
+	}
+}
+
+// TestReadKernelComments: the comments of tables and chains, which nft's
+// JSON leaves out, are read.
+func TestReadKernelComments(t *testing.T) {
+	ns := kernelNetns(t)
+	inNetns(t, ns, kernelCases(t)["kube-proxy v1.36.3"], "nft", "-f", "-")
+	rs, err := readKernelIn(t, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp := rs.Tables[0]
+	if kp.ID() != "ip kube-proxy" || kp.Comment != "rules for kube-proxy" {
+		t.Errorf("table %s comment %q, want ip kube-proxy, \"rules for kube-proxy\"", kp.ID(), kp.Comment)
+	}
+	if c := kp.Chain("reject-chain"); c == nil || c.Comment != "helper for @no-endpoint-services / @no-endpoint-nodeports" {
+		t.Errorf("reject-chain: %+v", c)
+	}
+}
+
+// TestReadKernelChanged: a change while the dumps run (a kube-proxy sync)
+// makes the reader read again, so that the parts it returns belong to one
+// generation of the ruleset; a ruleset that never stops changing is an
+// error.
+func TestReadKernelChanged(t *testing.T) {
+	ns := kernelNetns(t)
+	inNetns(t, ns, "table ip t {\n chain c {\n ip daddr 10.0.0.1 drop\n }\n}\n", "nft", "-f", "-")
+	f, err := os.Open(filepath.Join("/run/netns", ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	attempts := 0
+	rs, err := readNetlink(int(f.Fd()), func(attempt int) {
+		attempts++
+		if attempt == 0 {
+			inNetns(t, ns, "", "nft", "add", "rule", "ip", "t", "c", "ip", "daddr", "10.0.0.2", "drop")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 2 || len(rs.Tables[0].Chain("c").Rules) != 2 {
+		t.Errorf("%d reads, %d rules; want 2 reads and the rule added during the first", attempts, len(rs.Tables[0].Chain("c").Rules))
+	}
+	_, err = readNetlink(int(f.Fd()), func(attempt int) {
+		inNetns(t, ns, "", "nft", "add", "rule", "ip", "t", "c", "ip", "daddr", fmt.Sprintf("10.0.1.%d", attempt), "drop")
+	})
+	if err == nil || !strings.Contains(err.Error(), "changed during each") {
+		t.Errorf("a ruleset changing during every read: got %v", err)
+	}
+}
+
+// TestReadKernelTimeouts: an element's own timeout, and the time until it
+// expires, read as nft -j shows them (expiry within the seconds between
+// the two reads).
+func TestReadKernelTimeouts(t *testing.T) {
+	ns := kernelNetns(t)
+	inNetns(t, ns, "table ip t {\n set s {\n type ipv4_addr\n flags timeout\n timeout 1h\n elements = { 10.0.0.1, 10.0.0.2 timeout 30m }\n }\n}\n", "nft", "-f", "-")
+	want, err := Parse("nft -j", []byte(inNetns(t, ns, "", "nft", "-j", "list", "ruleset")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readKernelIn(t, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, w := got.Tables[0].Set("s").Elements, want.Tables[0].Set("s").Elements
+	if len(g) != 2 || len(w) != 2 {
+		t.Fatalf("elements: netlink %v, nft -j %v", g, w)
+	}
+	for i := range g {
+		if g[i].Key.String() != w[i].Key.String() || g[i].Timeout != w[i].Timeout || g[i].Expires < w[i].Expires-2 || g[i].Expires > w[i].Expires {
+			t.Errorf("element %d: netlink %s, nft -j %s", i, g[i], w[i])
+		}
+	}
+	if w[1].Timeout != 1800 || w[1].Expires == 0 {
+		t.Errorf("nft -j shows %s; want a timeout of 30m and an expiry", w[1])
+	}
+}
