@@ -82,3 +82,16 @@ func Origin(node string, d *snapshot.Dump) string {
 	}
 	return fmt.Sprintf("node %s %s dump", node, d.Collector)
 }
+
+// KernelReader is a Loader that reads its part of a live node's kernel
+// state itself, faster than the tool whose dump it stands for: collecting
+// a node uses it in the tool's place, and falls back to the tool when it
+// fails.
+type KernelReader interface {
+	Loader
+	// ReadKernel reads the state of the calling thread's network namespace
+	// as the dump of collector would hold it: its Text, and Parsed for the
+	// plane's own loader. An error (a collector it does not stand for,
+	// state it does not translate) means the tool reads it instead.
+	ReadKernel(collector string) (snapshot.Dump, error)
+}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/plugins/conntrack"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -66,7 +68,7 @@ func ReadRules(ctx context.Context) func() Rules {
 	results := make([]chan dumpResult, len(cmds))
 	for i, c := range cmds {
 		results[i] = make(chan dumpResult, 1)
-		go func() { results[i] <- runDump(ctx, c) }()
+		go func() { results[i] <- readKernel(ctx, c) }()
 	}
 	return func() Rules {
 		var r Rules
@@ -122,6 +124,20 @@ func runDump(ctx context.Context, c dumpCommand) dumpResult {
 		return dumpResult{installed: true, err: fmt.Errorf("running %s: %v: %s", origin, err, strings.TrimSpace(errb.String()))}
 	}
 	return dumpResult{installed: true, dump: &snapshot.Dump{Collector: c.collector, Family: c.family, Backend: c.backend, Origin: origin, Text: out.String()}}
+}
+
+// readKernel reads a dump with the data plane that reads that part of the
+// kernel's state itself (nftables over netlink: in half the time of nft,
+// and already parsed), and with the tool where none does or it fails.
+func readKernel(ctx context.Context, c dumpCommand) dumpResult {
+	for _, l := range plugins.Loaders() {
+		if r, ok := l.(dataplane.KernelReader); ok {
+			if d, err := r.ReadKernel(c.collector); err == nil {
+				return dumpResult{installed: true, dump: &d}
+			}
+		}
+	}
+	return runDump(ctx, c)
 }
 
 // CollectLocal reads the kernel state of the network namespace the process

@@ -109,6 +109,12 @@ type Dump struct {
 	// without it reads Text in full. An empty Index is none, and loads
 	// as nil.
 	Index []byte `json:"-"`
+	// Parsed is Text as the data plane that reads it already holds it,
+	// opaque here and kept in memory only (no format keeps it): a plane
+	// that read the kernel's state into its own structures, and made Text
+	// from them, hands them on, and its loader uses them instead of
+	// reading Text again.
+	Parsed any `json:"-"`
 }
 
 // ProxyConfig is what svctrace knows of the node's kube-proxy settings.

@@ -27,6 +27,13 @@ func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane
 		if d.Collector != snapshot.CollectorNFTJSON {
 			continue
 		}
+		if rs, ok := d.Parsed.(*Ruleset); ok {
+			// Read in full already, from the kernel (ReadNetlink).
+			if len(rs.Tables) == 0 || hasFamilyTables(rs, family) {
+				p = NewPlane(rs, family)
+			}
+			continue
+		}
 		// The dump's text is only read, never written: no copy of it.
 		text := unsafe.Slice(unsafe.StringData(d.Text), len(d.Text))
 		rs, doc, err := parseNarrow(dataplane.Origin(ns.Name, d), text)

@@ -30,7 +30,7 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 		if d.Collector != snapshot.CollectorNFTJSON {
 			continue
 		}
-		rs, err := Parse(dataplane.Origin(ns.Name, d), []byte(d.Text))
+		rs, err := parsed(ns, d)
 		if err != nil {
 			return nil, dataplane.NewDumpError(ns.Name, d, 0, 0, "", err)
 		}
@@ -39,6 +39,15 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 		}
 	}
 	return p, nil
+}
+
+// parsed is the dump's ruleset: the one ReadNetlink made, when the dump
+// came from it in this process, or its text parsed.
+func parsed(ns *snapshot.NodeState, d *snapshot.Dump) (*Ruleset, error) {
+	if rs, ok := d.Parsed.(*Ruleset); ok {
+		return rs, nil
+	}
+	return Parse(dataplane.Origin(ns.Name, d), []byte(d.Text))
 }
 
 // hasFamilyTables reports whether an nftables ruleset has tables that see
