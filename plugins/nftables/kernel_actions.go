@@ -19,7 +19,7 @@ func (c *ruleCtx) setRef(name string) (Expr, *kSet, error) {
 	if s.flags&unix.NFT_SET_ANONYMOUS == 0 {
 		return &SetRef{Name: name}, s, nil
 	}
-	els, err := kElements(s)
+	els, err := c.lits.kElements(s)
 	if err != nil {
 		return nil, nil, err
 	}

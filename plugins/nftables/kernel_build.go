@@ -18,6 +18,7 @@ import (
 // kernel's order, as nft lists it.
 func buildKernel(k *kernelState) (*Ruleset, error) {
 	rs := &Ruleset{Source: KernelSource}
+	lits := kLits{}
 	tables := map[string]*Table{}
 	key := func(fam uint8, name string) string { return fmt.Sprintf("%d %s", fam, name) }
 	for _, kt := range k.tables {
@@ -42,7 +43,7 @@ func buildKernel(k *kernelState) (*Ruleset, error) {
 		if s.flags&unix.NFT_SET_ANONYMOUS != 0 {
 			continue
 		}
-		set, err := kNamedSet(s)
+		set, err := lits.kNamedSet(s)
 		if err != nil {
 			return nil, fmt.Errorf("nftables: %s: table %s: %w", KernelSource, t.ID(), err)
 		}
@@ -78,7 +79,7 @@ func buildKernel(k *kernelState) (*Ruleset, error) {
 			return nil, fmt.Errorf("nftables: %s: table %s: rule handle %d of chain %s, which the dump does not hold (changed while read?)", KernelSource, t.ID(), kr.handle, kr.chain)
 		}
 		tkey := key(kr.family, kr.table)
-		stmts, err := translateRule(t.Family, t.ID(), kr, func(name string) *kSet { return sets[tkey+" "+name] })
+		stmts, err := translateRule(lits, t.Family, t.ID(), kr, func(name string) *kSet { return sets[tkey+" "+name] })
 		if err != nil {
 			return nil, fmt.Errorf("nftables: %s: table %s chain %s rule handle %d: %w", KernelSource, t.ID(), kr.chain, kr.handle, err)
 		}
@@ -118,7 +119,7 @@ func (rs *Ruleset) objectNote(t *Table, o kObj) {
 }
 
 // kNamedSet is a named set or map with its elements.
-func kNamedSet(s *kSet) (*Set, error) {
+func (l kLits) kNamedSet(s *kSet) (*Set, error) {
 	set := &Set{Name: s.name, Handle: int(s.handle), Comment: s.comment, Size: int(s.size), Timeout: int64(s.timeoutMS / 1000)}
 	if s.hasObj {
 		return nil, fmt.Errorf("%w: map %s of objects", ErrNotTranslated, s.name)
@@ -141,7 +142,7 @@ func kNamedSet(s *kSet) (*Set, error) {
 			set.Flags = append(set.Flags, f.name)
 		}
 	}
-	els, err := kElements(s)
+	els, err := l.kElements(s)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func kNamedSet(s *kSet) (*Set, error) {
 
 // kElements are a set's elements as nft prints them: an interval set's
 // start and end elements become one prefix or range.
-func kElements(s *kSet) ([]*Element, error) {
+func (l kLits) kElements(s *kSet) ([]*Element, error) {
 	keyTypes, ok := typeParts(s.keyType)
 	if !ok {
 		return nil, fmt.Errorf("%w: key type %#x of set %s", ErrNotTranslated, s.keyType, s.name)
@@ -167,7 +168,7 @@ func kElements(s *kSet) ([]*Element, error) {
 		if hostOrder(keyTypes[0]) {
 			return nil, fmt.Errorf("%w: interval set %s of %s", ErrNotTranslated, s.name, keyTypes[0])
 		}
-		return kIntervals(s, keyTypes[0], dataTypes)
+		return l.kIntervals(s, keyTypes[0], dataTypes)
 	}
 	// In the order of their keys, as nft lists them.
 	elems := slices.Clone(s.elems)
@@ -186,7 +187,7 @@ func kElements(s *kSet) ([]*Element, error) {
 		if e.exprs > 0 {
 			return nil, fmt.Errorf("%w: element with expressions in set %s", ErrNotTranslated, s.name)
 		}
-		k, err := kKey(e.key, e.keyEnd, keyTypes)
+		k, err := l.kKey(e.key, e.keyEnd, keyTypes)
 		if err != nil {
 			return nil, fmt.Errorf("set %s: %w", s.name, err)
 		}
@@ -194,7 +195,7 @@ func kElements(s *kSet) ([]*Element, error) {
 		if e.timeoutMS == s.timeoutMS {
 			el.Timeout = 0
 		}
-		if err := kData(el, e, dataTypes, s.name); err != nil {
+		if err := l.kData(el, e, dataTypes, s.name); err != nil {
 			return nil, err
 		}
 		out = append(out, el)
@@ -204,7 +205,7 @@ func kElements(s *kSet) ([]*Element, error) {
 
 // kKey is an element's key; with keyEnd (a concatenation of ranges), each
 // part that spans more than one value is a prefix or a range.
-func kKey(key, keyEnd []byte, types []string) (Expr, error) {
+func (l kLits) kKey(key, keyEnd []byte, types []string) (Expr, error) {
 	var parts []Expr
 	off := 0
 	for _, t := range types {
@@ -212,12 +213,12 @@ func kKey(key, keyEnd []byte, types []string) (Expr, error) {
 		if n == 0 || off+n > len(key) {
 			return nil, fmt.Errorf("%w: a key of %d bytes for %s", ErrNotTranslated, len(key), strings.Join(types, " . "))
 		}
-		v := kValue(key[off:off+n], t)
+		v := l.kValue(key[off:off+n], t)
 		if v == nil {
 			return nil, fmt.Errorf("%w: a %s key %x", ErrNotTranslated, t, key[off:off+n])
 		}
 		if keyEnd != nil && !bytes.Equal(key[off:off+n], keyEnd[off:off+n]) {
-			v = spanExpr(key[off:off+n], keyEnd[off:off+n], t)
+			v = l.spanExpr(key[off:off+n], keyEnd[off:off+n], t)
 			if v == nil {
 				return nil, fmt.Errorf("%w: a %s range", ErrNotTranslated, t)
 			}
@@ -233,7 +234,7 @@ func kKey(key, keyEnd []byte, types []string) (Expr, error) {
 
 // spanExpr is lo..hi (inclusive) as nft prints it: an address prefix
 // when it is one, else a range.
-func spanExpr(lo, hi []byte, typ string) Expr {
+func (l kLits) spanExpr(lo, hi []byte, typ string) Expr {
 	if typ == "ipv4_addr" || typ == "ipv6_addr" {
 		a, _ := netip.AddrFromSlice(lo)
 		for bits := 0; bits <= a.BitLen(); bits++ {
@@ -243,11 +244,11 @@ func spanExpr(lo, hi []byte, typ string) Expr {
 			}
 		}
 	}
-	l, h := kValue(lo, typ), kValue(hi, typ)
-	if l == nil || h == nil {
+	lo2, hi2 := l.kValue(lo, typ), l.kValue(hi, typ)
+	if lo2 == nil || hi2 == nil {
 		return nil
 	}
-	return &Range{Lo: l, Hi: h}
+	return &Range{Lo: lo2, Hi: hi2}
 }
 
 func mustAddr(b []byte) netip.Addr {
@@ -270,7 +271,7 @@ func lastAddr(p netip.Prefix) netip.Addr {
 
 // kIntervals pairs an interval set's elements: each start with the end
 // element after it (which holds the first value past the interval).
-func kIntervals(s *kSet, typ string, dataTypes []string) ([]*Element, error) {
+func (l kLits) kIntervals(s *kSet, typ string, dataTypes []string) ([]*Element, error) {
 	elems := slices.Clone(s.elems)
 	slices.SortStableFunc(elems, func(a, b kElem) int { return bytes.Compare(a.key, b.key) })
 	var out []*Element
@@ -285,15 +286,15 @@ func kIntervals(s *kSet, typ string, dataTypes []string) ([]*Element, error) {
 		}
 		var k Expr
 		if bytes.Equal(e.key, hi) {
-			k = kValue(e.key, typ)
+			k = l.kValue(e.key, typ)
 		} else {
-			k = spanExpr(e.key, hi, typ)
+			k = l.spanExpr(e.key, hi, typ)
 		}
 		if k == nil {
 			return nil, fmt.Errorf("%w: an interval of %s in set %s", ErrNotTranslated, typ, s.name)
 		}
 		el := &Element{Key: k, Comment: e.comment, Timeout: int64(e.timeoutMS / 1000), Expires: int64(e.expiresMS / 1000)}
-		if err := kData(el, e, dataTypes, s.name); err != nil {
+		if err := l.kData(el, e, dataTypes, s.name); err != nil {
 			return nil, err
 		}
 		out = append(out, el)
@@ -312,7 +313,7 @@ func minusOne(b []byte) []byte {
 }
 
 // kData sets a map element's data.
-func kData(el *Element, e *kElem, types []string, set string) error {
+func (l kLits) kData(el *Element, e *kElem, types []string, set string) error {
 	if types == nil {
 		return nil
 	}
@@ -324,7 +325,7 @@ func kData(el *Element, e *kElem, types []string, set string) error {
 		el.setData(v)
 		return nil
 	}
-	d, err := kKey(e.data, nil, types)
+	d, err := l.kKey(e.data, nil, types)
 	if err != nil {
 		return fmt.Errorf("map %s: data: %w", set, err)
 	}

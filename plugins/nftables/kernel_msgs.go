@@ -4,6 +4,7 @@ package nftables
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/mdlayher/netlink"
@@ -149,15 +150,53 @@ func cstring(b []byte) string {
 	return string(b)
 }
 
-// decoder reads the attributes of one message or nested attribute.
-func decoder(b []byte) (*netlink.AttributeDecoder, error) {
-	ad, err := netlink.NewAttributeDecoder(b)
-	if err != nil {
-		return nil, err
-	}
-	ad.ByteOrder = binary.BigEndian
-	return ad, nil
+// nlAttrs walks the netlink attributes of a message or of a nested
+// attribute, without allocating: next moves to the next one, typ and data
+// are its type (flags cleared) and payload. A malformed list stops the
+// walk and sets err.
+type nlAttrs struct {
+	b    []byte
+	typ  uint16
+	data []byte
+	err  error
 }
+
+func attrsOf(b []byte) nlAttrs { return nlAttrs{b: b} }
+
+func (a *nlAttrs) next() bool {
+	if len(a.b) < 4 {
+		if len(a.b) != 0 && a.err == nil {
+			a.err = fmt.Errorf("netlink attributes: %d bytes left over", len(a.b))
+		}
+		return false
+	}
+	n := int(binary.NativeEndian.Uint16(a.b))
+	if n < 4 || n > len(a.b) {
+		a.err = fmt.Errorf("netlink attribute of length %d in %d bytes", n, len(a.b))
+		a.b = nil
+		return false
+	}
+	a.typ = binary.NativeEndian.Uint16(a.b[2:]) &^ (unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER)
+	a.data = a.b[4:n]
+	a.b = a.b[min((n+3)&^3, len(a.b)):]
+	return true
+}
+
+func (a *nlAttrs) u32() uint32 {
+	if len(a.data) < 4 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(a.data)
+}
+
+func (a *nlAttrs) u64() uint64 {
+	if len(a.data) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(a.data)
+}
+
+func (a *nlAttrs) str() string { return cstring(a.data) }
 
 // body is a message's attributes after its nfgenmsg header; family is the
 // header's.
@@ -170,29 +209,22 @@ func body(m netlink.Message) (uint8, []byte, error) {
 
 // dataValue2 reads a nested NFTA_DATA: its value, or its verdict.
 func dataValue2(b []byte) ([]byte, *kVerdict) {
-	ad, err := decoder(b)
-	if err != nil {
-		return nil, nil
-	}
 	var val []byte
 	var v *kVerdict
-	for ad.Next() {
-		switch ad.Type() {
+	for ad := attrsOf(b); ad.next(); {
+		switch ad.typ {
 		case unix.NFTA_DATA_VALUE:
-			val = ad.Bytes()
+			val = ad.data
 		case unix.NFTA_DATA_VERDICT:
 			v = &kVerdict{}
-			ad.Nested(func(nd *netlink.AttributeDecoder) error {
-				for nd.Next() {
-					switch nd.Type() {
-					case unix.NFTA_VERDICT_CODE:
-						v.code = int32(nd.Uint32())
-					case unix.NFTA_VERDICT_CHAIN:
-						v.chain = nd.String()
-					}
+			for nd := attrsOf(ad.data); nd.next(); {
+				switch nd.typ {
+				case unix.NFTA_VERDICT_CODE:
+					v.code = int32(nd.u32())
+				case unix.NFTA_VERDICT_CHAIN:
+					v.chain = nd.str()
 				}
-				return nil
-			})
+			}
 		}
 	}
 	return val, v
@@ -221,69 +253,56 @@ func udata(b []byte, typ uint8) ([]byte, bool) {
 
 func parseTable(m netlink.Message) (kTable, error) {
 	fam, b, err := body(m)
-	if err != nil {
-		return kTable{}, err
-	}
 	t := kTable{family: fam}
-	ad, err := decoder(b)
-	if err != nil {
-		return t, err
-	}
-	for ad.Next() {
-		switch ad.Type() {
+	ad := attrsOf(b)
+	for err == nil && ad.next() {
+		switch ad.typ {
 		case unix.NFTA_TABLE_NAME:
-			t.name = ad.String()
+			t.name = ad.str()
 		case nftaTableHandle:
-			t.handle = ad.Uint64()
+			t.handle = ad.u64()
 		case nftaTableUserdata:
-			t.comment = udataComment(ad.Bytes(), 0)
+			t.comment = udataComment(ad.data, 0)
 		}
 	}
-	return t, ad.Err()
+	return t, errors.Join(err, ad.err)
 }
 
 func parseChain(m netlink.Message) (kChain, error) {
 	fam, b, err := body(m)
-	if err != nil {
-		return kChain{}, err
-	}
 	c := kChain{family: fam}
-	ad, err := decoder(b)
-	if err != nil {
-		return c, err
-	}
-	for ad.Next() {
-		switch ad.Type() {
+	ad := attrsOf(b)
+	for err == nil && ad.next() {
+		switch ad.typ {
 		case unix.NFTA_CHAIN_TABLE:
-			c.table = ad.String()
+			c.table = ad.str()
 		case unix.NFTA_CHAIN_NAME:
-			c.name = ad.String()
+			c.name = ad.str()
 		case unix.NFTA_CHAIN_HANDLE:
-			c.handle = ad.Uint64()
+			c.handle = ad.u64()
 		case unix.NFTA_CHAIN_TYPE:
-			c.typ = ad.String()
+			c.typ = ad.str()
 		case unix.NFTA_CHAIN_POLICY:
-			c.policy, c.hasPolicy = ad.Uint32(), true
+			c.policy, c.hasPolicy = ad.u32(), true
 		case nftaChainFlags:
-			c.binding = ad.Uint32()&0x4 != 0 // NFT_CHAIN_BINDING
+			c.binding = ad.u32()&0x4 != 0 // NFT_CHAIN_BINDING
 		case nftaChainUserdata:
-			c.comment = udataComment(ad.Bytes(), 0)
+			c.comment = udataComment(ad.data, 0)
 		case unix.NFTA_CHAIN_HOOK:
 			c.hooked = true
-			ad.Nested(func(nd *netlink.AttributeDecoder) error {
-				for nd.Next() {
-					switch nd.Type() {
-					case unix.NFTA_HOOK_HOOKNUM:
-						c.hooknum = nd.Uint32()
-					case unix.NFTA_HOOK_PRIORITY:
-						c.prio = int32(nd.Uint32())
-					}
+			nd := attrsOf(ad.data)
+			for nd.next() {
+				switch nd.typ {
+				case unix.NFTA_HOOK_HOOKNUM:
+					c.hooknum = nd.u32()
+				case unix.NFTA_HOOK_PRIORITY:
+					c.prio = int32(nd.u32())
 				}
-				return nil
-			})
+			}
+			err = nd.err
 		}
 	}
-	return c, ad.Err()
+	return c, errors.Join(err, ad.err)
 }
 
 // udataSetComment is the type of a set's comment in its nftnl user data.
@@ -291,148 +310,123 @@ const udataSetComment = 7
 
 func parseSet(m netlink.Message) (*kSet, error) {
 	fam, b, err := body(m)
-	if err != nil {
-		return nil, err
-	}
 	s := &kSet{family: fam}
-	ad, err := decoder(b)
-	if err != nil {
-		return nil, err
-	}
-	for ad.Next() {
-		switch ad.Type() {
+	ad := attrsOf(b)
+	for err == nil && ad.next() {
+		switch ad.typ {
 		case unix.NFTA_SET_TABLE:
-			s.table = ad.String()
+			s.table = ad.str()
 		case unix.NFTA_SET_NAME:
-			s.name = ad.String()
+			s.name = ad.str()
 		case nftaSetHandle:
-			s.handle = ad.Uint64()
+			s.handle = ad.u64()
 		case unix.NFTA_SET_FLAGS:
-			s.flags = ad.Uint32()
+			s.flags = ad.u32()
 		case unix.NFTA_SET_KEY_TYPE:
-			s.keyType = ad.Uint32()
+			s.keyType = ad.u32()
 		case unix.NFTA_SET_KEY_LEN:
-			s.keyLen = ad.Uint32()
+			s.keyLen = ad.u32()
 		case unix.NFTA_SET_DATA_TYPE:
-			s.dataType, s.hasData = ad.Uint32(), true
+			s.dataType, s.hasData = ad.u32(), true
 		case unix.NFTA_SET_DATA_LEN:
-			s.dataLen = ad.Uint32()
+			s.dataLen = ad.u32()
 		case unix.NFTA_SET_OBJ_TYPE:
-			s.objType, s.hasObj = ad.Uint32(), true
+			s.objType, s.hasObj = ad.u32(), true
 		case unix.NFTA_SET_TIMEOUT:
-			s.timeoutMS = ad.Uint64()
+			s.timeoutMS = ad.u64()
 		case unix.NFTA_SET_DESC:
-			ad.Nested(func(nd *netlink.AttributeDecoder) error {
-				for nd.Next() {
-					if nd.Type() == unix.NFTA_SET_DESC_SIZE {
-						s.size = nd.Uint32()
-					}
+			nd := attrsOf(ad.data)
+			for nd.next() {
+				if nd.typ == unix.NFTA_SET_DESC_SIZE {
+					s.size = nd.u32()
 				}
-				return nil
-			})
+			}
+			err = nd.err
 		case unix.NFTA_SET_USERDATA:
-			u := ad.Bytes()
-			s.comment = udataComment(u, udataSetComment)
+			s.comment = udataComment(ad.data, udataSetComment)
 		}
 	}
-	return s, ad.Err()
+	return s, errors.Join(err, ad.err)
 }
 
 // parseElems appends the elements of one NFT_MSG_NEWSETELEM message.
 func parseElems(m netlink.Message, out []kElem) ([]kElem, error) {
 	_, b, err := body(m)
-	if err != nil {
-		return out, err
-	}
-	ad, err := decoder(b)
-	if err != nil {
-		return out, err
-	}
-	for ad.Next() {
-		if ad.Type() != unix.NFTA_SET_ELEM_LIST_ELEMENTS {
+	ad := attrsOf(b)
+	for err == nil && ad.next() {
+		if ad.typ != unix.NFTA_SET_ELEM_LIST_ELEMENTS {
 			continue
 		}
-		ad.Nested(func(list *netlink.AttributeDecoder) error {
-			for list.Next() {
-				var e kElem
-				list.Nested(func(nd *netlink.AttributeDecoder) error {
-					for nd.Next() {
-						switch nd.Type() {
-						case unix.NFTA_SET_ELEM_KEY:
-							e.key, _ = dataValue2(nd.Bytes())
-						case nftaSetElemKeyEnd:
-							e.keyEnd, _ = dataValue2(nd.Bytes())
-						case unix.NFTA_SET_ELEM_DATA:
-							e.data, e.verdict = dataValue2(nd.Bytes())
-						case unix.NFTA_SET_ELEM_FLAGS:
-							e.flags = nd.Uint32()
-						case unix.NFTA_SET_ELEM_TIMEOUT:
-							e.timeoutMS = nd.Uint64()
-						case unix.NFTA_SET_ELEM_EXPIRATION:
-							e.expiresMS = nd.Uint64()
-						case unix.NFTA_SET_ELEM_USERDATA:
-							e.comment = udataComment(nd.Bytes(), 0)
-						case unix.NFTA_SET_ELEM_EXPR, nftaSetElemExpressions, unix.NFTA_SET_ELEM_OBJREF:
-							e.exprs++
-						}
-					}
-					return nil
-				})
-				out = append(out, e)
+		list := attrsOf(ad.data)
+		for list.next() {
+			var e kElem
+			nd := attrsOf(list.data)
+			for nd.next() {
+				switch nd.typ {
+				case unix.NFTA_SET_ELEM_KEY:
+					e.key, _ = dataValue2(nd.data)
+				case nftaSetElemKeyEnd:
+					e.keyEnd, _ = dataValue2(nd.data)
+				case unix.NFTA_SET_ELEM_DATA:
+					e.data, e.verdict = dataValue2(nd.data)
+				case unix.NFTA_SET_ELEM_FLAGS:
+					e.flags = nd.u32()
+				case unix.NFTA_SET_ELEM_TIMEOUT:
+					e.timeoutMS = nd.u64()
+				case unix.NFTA_SET_ELEM_EXPIRATION:
+					e.expiresMS = nd.u64()
+				case unix.NFTA_SET_ELEM_USERDATA:
+					e.comment = udataComment(nd.data, 0)
+				case unix.NFTA_SET_ELEM_EXPR, nftaSetElemExpressions, unix.NFTA_SET_ELEM_OBJREF:
+					e.exprs++
+				}
 			}
-			return nil
-		})
+			out = append(out, e)
+			err = errors.Join(err, nd.err)
+		}
+		err = errors.Join(err, list.err)
 	}
-	return out, ad.Err()
+	return out, errors.Join(err, ad.err)
 }
 
 func parseRule(m netlink.Message) (kRule, error) {
 	fam, b, err := body(m)
-	if err != nil {
-		return kRule{}, err
-	}
 	r := kRule{family: fam}
-	ad, err := decoder(b)
-	if err != nil {
-		return r, err
-	}
-	for ad.Next() {
-		switch ad.Type() {
+	ad := attrsOf(b)
+	for err == nil && ad.next() {
+		switch ad.typ {
 		case unix.NFTA_RULE_TABLE:
-			r.table = ad.String()
+			r.table = ad.str()
 		case unix.NFTA_RULE_CHAIN:
-			r.chain = ad.String()
+			r.chain = ad.str()
 		case unix.NFTA_RULE_HANDLE:
-			r.handle = ad.Uint64()
+			r.handle = ad.u64()
 		case unix.NFTA_RULE_USERDATA:
-			r.comment = udataComment(ad.Bytes(), 0)
+			r.comment = udataComment(ad.data, 0)
 		case unix.NFTA_RULE_EXPRESSIONS:
-			ad.Nested(func(list *netlink.AttributeDecoder) error {
-				for list.Next() {
-					var e kExpr
-					list.Nested(func(nd *netlink.AttributeDecoder) error {
-						for nd.Next() {
-							switch nd.Type() {
-							case unix.NFTA_EXPR_NAME:
-								e.name = nd.String()
-							case unix.NFTA_EXPR_DATA:
-								nd.Nested(func(xd *netlink.AttributeDecoder) error {
-									for xd.Next() {
-										e.attrs = append(e.attrs, kAttr{typ: xd.Type(), data: xd.Bytes()})
-									}
-									return nil
-								})
-							}
+			list := attrsOf(ad.data)
+			for list.next() {
+				var e kExpr
+				nd := attrsOf(list.data)
+				for nd.next() {
+					switch nd.typ {
+					case unix.NFTA_EXPR_NAME:
+						e.name = nd.str()
+					case unix.NFTA_EXPR_DATA:
+						xd := attrsOf(nd.data)
+						for xd.next() {
+							e.attrs = append(e.attrs, kAttr{typ: xd.typ, data: xd.data})
 						}
-						return nil
-					})
-					r.exprs = append(r.exprs, e)
+						err = errors.Join(err, xd.err)
+					}
 				}
-				return nil
-			})
+				r.exprs = append(r.exprs, e)
+				err = errors.Join(err, nd.err)
+			}
+			err = errors.Join(err, list.err)
 		}
 	}
-	return r, ad.Err()
+	return r, errors.Join(err, ad.err)
 }
 
 // objKinds names the stateful object types as nft does.
@@ -441,70 +435,57 @@ var objKinds = map[uint32]string{1: "counter", 2: "quota", 3: "ct helper", 4: "l
 
 func parseObj(m netlink.Message) (kObj, error) {
 	fam, b, err := body(m)
-	if err != nil {
-		return kObj{}, err
-	}
 	o := kObj{family: fam}
-	ad, err := decoder(b)
-	if err != nil {
-		return o, err
-	}
 	var data []byte
-	for ad.Next() {
-		switch ad.Type() {
+	ad := attrsOf(b)
+	for err == nil && ad.next() {
+		switch ad.typ {
 		case unix.NFTA_OBJ_TABLE:
-			o.table = ad.String()
+			o.table = ad.str()
 		case unix.NFTA_OBJ_NAME:
-			o.name = ad.String()
+			o.name = ad.str()
 		case nftaObjHandle:
-			o.handle = ad.Uint64()
+			o.handle = ad.u64()
 		case unix.NFTA_OBJ_TYPE:
-			t := ad.Uint32()
+			t := ad.u32()
 			o.kind = objKinds[t]
 			if o.kind == "" {
 				o.kind = fmt.Sprintf("object type %d", t)
 			}
 		case unix.NFTA_OBJ_DATA:
-			data = ad.Bytes()
+			data = ad.data
 		}
 	}
-	if o.kind == "counter" && data != nil {
-		cd, err := decoder(data)
-		if err == nil {
-			for cd.Next() {
-				switch cd.Type() {
-				case unix.NFTA_COUNTER_BYTES:
-					o.bytes = cd.Uint64()
-				case unix.NFTA_COUNTER_PACKETS:
-					o.packets = cd.Uint64()
-				}
+	if o.kind == "counter" {
+		cd := attrsOf(data)
+		for cd.next() {
+			switch cd.typ {
+			case unix.NFTA_COUNTER_BYTES:
+				o.bytes = cd.u64()
+			case unix.NFTA_COUNTER_PACKETS:
+				o.packets = cd.u64()
 			}
 		}
+		err = errors.Join(err, cd.err)
 	}
-	return o, ad.Err()
+	return o, errors.Join(err, ad.err)
 }
 
 func parseFlowtable(m netlink.Message) (kObj, error) {
 	fam, b, err := body(m)
-	if err != nil {
-		return kObj{}, err
-	}
 	o := kObj{family: fam, kind: "flowtable"}
-	ad, err := decoder(b)
-	if err != nil {
-		return o, err
-	}
-	for ad.Next() {
-		switch ad.Type() {
+	ad := attrsOf(b)
+	for err == nil && ad.next() {
+		switch ad.typ {
 		case nftaFlowtableTable:
-			o.table = ad.String()
+			o.table = ad.str()
 		case nftaFlowtableName:
-			o.name = ad.String()
+			o.name = ad.str()
 		case nftaFlowtableHandle:
-			o.handle = ad.Uint64()
+			o.handle = ad.u64()
 		}
 	}
-	return o, ad.Err()
+	return o, errors.Join(err, ad.err)
 }
 
 // Attribute numbers of nf_tables.h that golang.org/x/sys/unix lacks.

@@ -76,13 +76,9 @@ func generation(c *netlink.Conn) (uint32, error) {
 		if err != nil {
 			return 0, err
 		}
-		ad, err := decoder(b)
-		if err != nil {
-			return 0, err
-		}
-		for ad.Next() {
-			if ad.Type() == unix.NFTA_GEN_ID {
-				return ad.Uint32(), nil
+		for ad := attrsOf(b); ad.next(); {
+			if ad.typ == unix.NFTA_GEN_ID {
+				return ad.u32(), nil
 			}
 		}
 	}
@@ -101,6 +97,10 @@ type kernelState struct {
 }
 
 func (k *kernelState) read(c *netlink.Conn) error {
+	d, err := newDumper(c)
+	if err != nil {
+		return err
+	}
 	for _, step := range []struct {
 		what string
 		msg  uint16
@@ -139,32 +139,30 @@ func (k *kernelState) read(c *netlink.Conn) error {
 			return err
 		}},
 	} {
-		msgs, err := dump(c, step.msg, unix.NFPROTO_UNSPEC, nil)
-		if err != nil {
+		if err := d.dump(step.msg, unix.NFPROTO_UNSPEC, nil, step.add); err != nil {
 			return fmt.Errorf("dumping %s: %w", step.what, err)
 		}
-		for _, m := range msgs {
-			if err := step.add(m); err != nil {
-				return fmt.Errorf("reading %s: %w", step.what, err)
-			}
-		}
 	}
-	return k.readElements(c)
+	return k.readElements(d)
 }
 
 // readElements dumps every set's elements, over as many sockets as CPUs
 // (at most 4): each dump is one request, and the kernel's cost is the
 // search for the set.
-func (k *kernelState) readElements(first *netlink.Conn) error {
+func (k *kernelState) readElements(first *dumper) error {
 	workers := min(runtime.GOMAXPROCS(0), 4, len(k.sets))
-	conns := []*netlink.Conn{first}
+	conns := []*dumper{first}
 	for len(conns) < workers {
 		c, err := netlink.Dial(unix.NETLINK_NETFILTER, k.cfg)
 		if err != nil {
 			break
 		}
 		defer c.Close()
-		conns = append(conns, c)
+		d, err := newDumper(c)
+		if err != nil {
+			break
+		}
+		conns = append(conns, d)
 	}
 	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
@@ -182,7 +180,7 @@ func (k *kernelState) readElements(first *netlink.Conn) error {
 	return errors.Join(errs...)
 }
 
-func readSetElements(c *netlink.Conn, s *kSet) error {
+func readSetElements(d *dumper, s *kSet) error {
 	ae := netlink.NewAttributeEncoder()
 	ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, s.table)
 	ae.String(unix.NFTA_SET_ELEM_LIST_SET, s.name)
@@ -190,26 +188,13 @@ func readSetElements(c *netlink.Conn, s *kSet) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := dump(c, unix.NFT_MSG_GETSETELEM, s.family, attrs)
+	err = d.dump(unix.NFT_MSG_GETSETELEM, s.family, attrs, func(m netlink.Message) error {
+		var err error
+		s.elems, err = parseElems(m, s.elems)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("dumping the elements of set %s in table %s: %w", s.name, s.table, err)
-	}
-	for _, m := range msgs {
-		if s.elems, err = parseElems(m, s.elems); err != nil {
-			return fmt.Errorf("reading the elements of set %s in table %s: %w", s.name, s.table, err)
-		}
+		return fmt.Errorf("reading the elements of set %s in table %s: %w", s.name, s.table, err)
 	}
 	return nil
-}
-
-// dump runs one nf_tables dump request and returns the replies.
-func dump(c *netlink.Conn, msg uint16, family uint8, attrs []byte) ([]netlink.Message, error) {
-	req := netlink.Message{
-		Header: netlink.Header{
-			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | msg),
-			Flags: netlink.Request | netlink.Dump,
-		},
-		Data: append([]byte{family, unix.NFNETLINK_V0, 0, 0}, attrs...),
-	}
-	return c.Execute(req)
 }

@@ -37,6 +37,7 @@ type reg struct {
 
 // ruleCtx translates one rule.
 type ruleCtx struct {
+	lits  kLits
 	fam   string
 	table string
 	sets  func(name string) *kSet
@@ -95,7 +96,7 @@ func (c *ruleCtx) operand(r uint32, types []string) (Expr, error) {
 		g := c.regs[i]
 		e := g.expr
 		if g.imm != nil {
-			e = kValue(g.imm, t)
+			e = c.lits.kValue(g.imm, t)
 		}
 		if e == nil || g.masked {
 			return nil, fmt.Errorf("register %d does not hold a %s", r, t)
@@ -116,8 +117,8 @@ func (c *ruleCtx) operand(r uint32, types []string) (Expr, error) {
 func (c *ruleCtx) add(s Stmt) { c.stmts = append(c.stmts, s) }
 
 // translateRule turns a rule's expressions into statements.
-func translateRule(fam, table string, r *kRule, sets func(string) *kSet) ([]Stmt, error) {
-	c := &ruleCtx{fam: fam, table: table, sets: sets, l4dep: -1, l3dep: -1, drop: map[int]bool{}}
+func translateRule(lits kLits, fam, table string, r *kRule, sets func(string) *kSet) ([]Stmt, error) {
+	c := &ruleCtx{lits: lits, fam: fam, table: table, sets: sets, l4dep: -1, l3dep: -1, drop: map[int]bool{}}
 	for i, e := range r.exprs {
 		if err := c.expr(e); err != nil {
 			return nil, fmt.Errorf("expression %d (%s): %w", i, e.name, err)
@@ -394,7 +395,7 @@ func (c *ruleCtx) cmp(e kExpr) error {
 	if g.expr == nil || len(data) > max(g.size, 4) {
 		return fmt.Errorf("%w: a comparison of a concatenation", ErrNotTranslated)
 	}
-	right := kValue(data, g.typ)
+	right := c.lits.kValue(data, g.typ)
 	if right == nil {
 		return fmt.Errorf("%w: a %s value of %d bytes", ErrNotTranslated, g.typ, len(data))
 	}
@@ -444,7 +445,7 @@ func (c *ruleCtx) maskedCmp(g reg, op string, data []byte) error {
 	switch g.baseType {
 	case "ct_state", "ct_status":
 		if op == "!=" && zero {
-			f := kValue(g.mask, g.baseType)
+			f := c.lits.kValue(g.mask, g.baseType)
 			if f == nil {
 				return fmt.Errorf("%w: %s flags %x", ErrNotTranslated, g.baseType, g.mask)
 			}
@@ -455,9 +456,9 @@ func (c *ruleCtx) maskedCmp(g reg, op string, data []byte) error {
 		if n, ok := prefixLen(g.mask); ok && (op == "==" || op == "!=") && len(data) <= typeSize(g.baseType) {
 			addr := make([]byte, typeSize(g.baseType))
 			copy(addr, data)
-			var right Expr = &Prefix{Addr: kValue(addr, g.baseType), Len: n}
+			var right Expr = &Prefix{Addr: c.lits.kValue(addr, g.baseType), Len: n}
 			if n == len(addr)*8 {
-				right = kValue(addr, g.baseType)
+				right = c.lits.kValue(addr, g.baseType)
 			}
 			c.add(&Match{Op: op, Left: g.base, Right: right})
 			return nil
@@ -525,7 +526,7 @@ func (c *ruleCtx) bitwise(e kExpr) error {
 		if !ok1 || !ok2 {
 			return fmt.Errorf("%w: a mark mask of %d bytes", ErrNotTranslated, len(mask))
 		}
-		lit := func(v uint64) Expr { return newLiteral(fmt.Sprint(v), true) }
+		lit := func(v uint64) Expr { return c.lits.lit(fmt.Sprint(v), true) }
 		switch {
 		case x == 0:
 			out.expr = &Binop{Op: "&", Left: g.expr, Right: lit(m)}
@@ -548,7 +549,7 @@ func (c *ruleCtx) rangeExpr(e kExpr) error {
 	if err != nil || g.expr == nil || op == "" {
 		return fmt.Errorf("%w: a range", ErrNotTranslated)
 	}
-	lo, hi := kValue(e.data(unix.NFTA_RANGE_FROM_DATA), g.typ), kValue(e.data(unix.NFTA_RANGE_TO_DATA), g.typ)
+	lo, hi := c.lits.kValue(e.data(unix.NFTA_RANGE_FROM_DATA), g.typ), c.lits.kValue(e.data(unix.NFTA_RANGE_TO_DATA), g.typ)
 	if lo == nil || hi == nil {
 		return fmt.Errorf("%w: a range of %s", ErrNotTranslated, g.typ)
 	}

@@ -89,9 +89,31 @@ var ctStatusBits = []string{"expected", "seen-reply", "assured", "confirmed", "s
 var fibTypes = []string{"unspec", "unicast", "local", "broadcast", "anycast", "multicast", "blackhole",
 	"unreachable", "prohibit", "throw", "nat", "xresolve"}
 
+// kLits are the literals one read made, for the values that repeat
+// (ports, protocols, small numbers: a node's hundred thousand map elements
+// share a few of them): the walker only reads a literal, so one serves
+// every place that holds its value. Addresses, mostly distinct, are not
+// kept.
+type kLits map[kLitKey]*Literal
+
+type kLitKey struct {
+	text string
+	num  bool
+}
+
+func (l kLits) lit(text string, num bool) *Literal {
+	k := kLitKey{text, num}
+	if x := l[k]; x != nil {
+		return x
+	}
+	x := newLiteral(text, num)
+	l[k] = x
+	return x
+}
+
 // kValue is a literal of a type, read from the bytes the kernel holds:
 // nil when the bytes do not make one.
-func kValue(b []byte, typ string) Expr {
+func (l kLits) kValue(b []byte, typ string) Expr {
 	n := typeSize(typ)
 	if n != 0 && len(b) < n {
 		return nil
@@ -102,17 +124,17 @@ func kValue(b []byte, typ string) Expr {
 	case "ipv6_addr":
 		return newLiteral(netip.AddrFrom16([16]byte(b[:16])).String(), false)
 	case "inet_service":
-		return newLiteral(strconv.Itoa(int(binary.BigEndian.Uint16(b))), true)
+		return l.lit(strconv.Itoa(int(binary.BigEndian.Uint16(b))), true)
 	case "inet_proto":
 		if name, ok := protoNames[uint64(b[0])]; ok && b[0] != 0 {
-			return newLiteral(name, false)
+			return l.lit(name, false)
 		}
-		return newLiteral(strconv.Itoa(int(b[0])), true)
+		return l.lit(strconv.Itoa(int(b[0])), true)
 	case "nf_proto":
 		if name, ok := map[byte]string{2: "ipv4", 10: "ipv6"}[b[0]]; ok {
-			return newLiteral(name, false)
+			return l.lit(name, false)
 		}
-		return newLiteral(strconv.Itoa(int(b[0])), true)
+		return l.lit(strconv.Itoa(int(b[0])), true)
 	case "ifname", "string":
 		return newLiteral(cstring(b), false)
 	case "ether_addr", "lladdr":
@@ -124,26 +146,26 @@ func kValue(b []byte, typ string) Expr {
 	case "fib_addrtype":
 		v := binary.NativeEndian.Uint32(b)
 		if int(v) < len(fibTypes) {
-			return newLiteral(fibTypes[v], false)
+			return l.lit(fibTypes[v], false)
 		}
 		return nil
 	case "ct_state":
-		return flagsLiteral(uint64(binary.NativeEndian.Uint32(b)), ctStateBits)
+		return l.flagsLiteral(uint64(binary.NativeEndian.Uint32(b)), ctStateBits)
 	case "ct_status":
-		return flagsLiteral(uint64(binary.NativeEndian.Uint32(b)), ctStatusBits)
+		return l.flagsLiteral(uint64(binary.NativeEndian.Uint32(b)), ctStatusBits)
 	case "mark", "integer", "iface_index", "uid", "gid", "realm", "classid", "devgroup", "cgroupsv2", "ct_event":
-		return newLiteral(strconv.FormatUint(uint64(binary.NativeEndian.Uint32(b)), 10), true)
+		return l.lit(strconv.FormatUint(uint64(binary.NativeEndian.Uint32(b)), 10), true)
 	}
 	return nil
 }
 
 // flagsLiteral is a flag value by name: one flag alone, several as a
 // list, as nft prints them; nil when a bit has no name.
-func flagsLiteral(v uint64, names []string) Expr {
+func (l kLits) flagsLiteral(v uint64, names []string) Expr {
 	var items []Expr
 	for i, n := range names {
 		if v&(1<<i) != 0 {
-			items = append(items, newLiteral(n, false))
+			items = append(items, l.lit(n, false))
 			v &^= 1 << i
 		}
 	}
