@@ -177,12 +177,14 @@ func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, 
 	cands := behavior.ParsePrefixes(f.SourceRanges)
 	probes := space.Choose(cands)
 	// As the external class walks it: it often walks the same packet.
-	cands = mergePrefixes(cands, sourceCandidates(w.walk(pkt(probes.External, Prerouting), WalkOptions{NoHops: noHops}), space.ClusterCIDRs))
-	if !slices.ContainsFunc(cands, func(c netip.Prefix) bool { return !c.IsSingleIP() }) {
+	tested := sourceCandidates(w.walk(pkt(probes.External, Prerouting), WalkOptions{NoHops: noHops}), space.ClusterCIDRs)
+	isRange := func(c netip.Prefix) bool { return !c.IsSingleIP() }
+	if !slices.ContainsFunc(cands, isRange) && !slices.ContainsFunc(tested, isRange) {
 		// Only ranges can be allowed below: without one (the hairpin
 		// rules of endpoints test single addresses), no probe is needed.
 		return nil, ""
 	}
+	cands = mergePrefixes(cands, tested)
 	probes = space.Choose(cands)
 	verdictOnly := WalkOptions{NoHops: true}
 	outside := summarize(w.walk(pkt(probes.Outside, Prerouting), verdictOnly), nil)
