@@ -53,21 +53,43 @@ func (k *walk) evalSingle(s *state, t *Table, e Expr) value {
 	case *Literal:
 		return dataValue(x)
 	case *Concat:
-		// As eval: the last part that is unknown or absent decides.
-		v := value{kind: vConcat, parts: make([]value, 0, len(x.Parts))}
-		for _, part := range x.Parts {
-			switch b := k.evalSingle(s, t, part); {
-			case b.kind == vUnknown || b.kind == vNone:
-				v = b
-			case v.kind == vConcat:
-				v.parts = append(v.parts, b)
-			}
-		}
-		return v
+		return k.concatSingle(s, t, x, make([]value, 0, len(x.Parts)))
 	case *Binop:
 		return binop(x.Op, k.evalSingle(s, t, x.Left), k.evalSingle(s, t, x.Right))
 	}
 	return unknownValue(e.String() + " not evaluated")
+}
+
+// concatSingle is a singleValued concatenation, its parts appended to
+// parts. As eval: the last part that is unknown or absent decides.
+func (k *walk) concatSingle(s *state, t *Table, x *Concat, parts []value) value {
+	v := value{kind: vConcat, parts: parts}
+	for _, part := range x.Parts {
+		switch b := k.evalSingle(s, t, part); {
+		case b.kind == vUnknown || b.kind == vNone:
+			v = b
+		case v.kind == vConcat:
+			v.parts = append(v.parts, b)
+		}
+	}
+	return v
+}
+
+// evalKey is evalSingle for a value its caller reads and drops before it
+// evaluates another (a match's left side, a verdict map's key, a mangle's
+// value): a concatenation's parts go in the walk's scratch slice, which
+// the next evalKey reuses, instead of a slice of their own. A walk
+// evaluates kube-proxy's address . protocol . port keys at every check.
+func (k *walk) evalKey(s *state, t *Table, e Expr) value {
+	x, ok := e.(*Concat)
+	if !ok {
+		return k.evalSingle(s, t, e)
+	}
+	v := k.concatSingle(s, t, x, k.scratch[:0])
+	if v.kind == vConcat {
+		k.scratch = v.parts[:0]
+	}
+	return v
 }
 
 // eval computes an expression on the packet of a branch.

@@ -69,7 +69,7 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 		if singleValued(st.Left) {
 			// One value: as split and fork do with one alternative,
 			// without their slices.
-			ok, h := k.test(s, t, c, r, st, k.evalSingle(s, t, st.Left))
+			ok, h := k.test(s, t, c, r, st, k.evalKey(s, t, st.Left))
 			if !ok {
 				return s.one(ruleOut{st: s, kind: outNoMatch})
 			}
@@ -96,7 +96,7 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 		})
 	case *VMap:
 		if singleValued(st.Key) {
-			h := k.lookup(s, t, c, r, st.Data, k.evalSingle(s, t, st.Key))
+			h := k.lookup(s, t, c, r, st.Data, k.evalKey(s, t, st.Key))
 			if h == nil || h.el == nil {
 				return s.one(ruleOut{st: s, kind: outNoMatch})
 			}
@@ -132,7 +132,7 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 		return k.verdict(s, t, c, r, st, rc)
 	case *Mangle:
 		if singleValued(st.Value) {
-			k.mangle(s, t, c, r, st, k.evalSingle(s, t, st.Value))
+			k.mangle(s, t, c, r, st, k.evalKey(s, t, st.Value))
 			return next(s, rc)
 		}
 		return k.fork(s, k.eval(s, t, st.Value), rc, func(s *state, a alt, rc rctx) []ruleOut {

@@ -117,6 +117,8 @@ type walk struct {
 	w            *walker
 	forks, steps int
 	out          []dataplane.Branch
+	// scratch holds the parts of the last concatenation evalKey made.
+	scratch []value
 }
 
 // Walk returns every branch the first packet of a new connection can take
