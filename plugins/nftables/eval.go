@@ -86,8 +86,8 @@ func (k *walk) evalKey(s *state, t *Table, e Expr) value {
 		return k.evalSingle(s, t, e)
 	}
 	v := k.concatSingle(s, t, x, k.scratch[:0])
-	if v.kind == vConcat {
-		k.scratch = v.parts[:0]
+	if v.kind == vConcat && cap(v.parts) > cap(k.scratch) {
+		k.scratch = v.parts[:0] // grown
 	}
 	return v
 }

@@ -28,9 +28,16 @@ type walker struct {
 	// modulus and offset, made once: every Service's chain has one, and
 	// nothing changes them.
 	uniforms sync.Map // [2]int -> []alt
-	// branches are buffers for the branches of a walk (*[]Branch): the
-	// walk keeps a copy of its own size, not a slice grown by appending.
-	branches sync.Pool
+	// bufs are the buffers of walks (*walkBufs), reused by the next.
+	bufs sync.Pool
+}
+
+// walkBufs are a walk's buffers: its branches (the walk keeps a copy of
+// its own size, not a slice grown by appending) and the parts of the
+// keys it evaluates (evalKey).
+type walkBufs struct {
+	branches []dataplane.Branch
+	scratch  []value
 }
 
 // maxBranches bounds the forks of one walk and maxSteps the rules it
@@ -138,16 +145,17 @@ func (w *walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []datap
 	if pkt.Entry != dataplane.Output && pkt.Entry != dataplane.Prerouting {
 		s.note("entry %q unknown: walked as an arriving packet (prerouting)", pkt.Entry)
 	}
-	buf, _ := w.branches.Get().(*[]dataplane.Branch)
+	buf, _ := w.bufs.Get().(*walkBufs)
 	if buf == nil {
-		buf = new([]dataplane.Branch)
+		buf = &walkBufs{scratch: make([]value, 0, 8)}
 	}
-	k.out = (*buf)[:0]
+	k.out, k.scratch = buf.branches[:0], buf.scratch[:0]
 	k.hooks(s, dataplane.EntryHooks(pkt.Entry))
 	res := slices.Clone(k.out)
 	clear(k.out)
-	*buf = k.out[:0]
-	w.branches.Put(buf)
+	clear(k.scratch[:cap(k.scratch)])
+	buf.branches, buf.scratch = k.out[:0], k.scratch[:0]
+	w.bufs.Put(buf)
 	return res
 }
 
