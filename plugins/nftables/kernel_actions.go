@@ -146,7 +146,7 @@ func (c *ruleCtx) reject(e kExpr) error {
 	switch e.u32(unix.NFTA_REJECT_TYPE) {
 	case unix.NFT_REJECT_TCP_RST:
 		r.Type = "tcp reset"
-		if c.l4proto == "tcp" {
+		if c.l4proto == "tcp" && c.l4dep >= 0 {
 			c.drop[c.l4dep] = true
 		}
 		c.add(r)

@@ -114,7 +114,17 @@ func (c *ruleCtx) operand(r uint32, types []string) (Expr, error) {
 	return &Concat{Parts: parts}, nil
 }
 
-func (c *ruleCtx) add(s Stmt) { c.stmts = append(c.stmts, s) }
+// add appends a statement. As nft: a statement other than a match (a
+// counter, an xt extension, a verdict, ...) ends what a dependency can be
+// dropped for; the protocol it said still names later header fields.
+func (c *ruleCtx) add(s Stmt) {
+	c.stmts = append(c.stmts, s)
+	switch s.(type) {
+	case *Match, *VMap:
+	default:
+		c.l4dep, c.l3dep = -1, -1
+	}
+}
 
 // translateRule turns a rule's expressions into statements.
 func translateRule(lits kLits, fam, table string, r *kRule, sets func(string) *kSet) ([]Stmt, error) {
@@ -209,7 +219,9 @@ func (c *ruleCtx) payload(e kExpr) error {
 			switch c.l4proto {
 			case "tcp", "udp", "sctp", "dccp", "udplite":
 				proto = c.l4proto
-				c.drop[c.l4dep] = true
+				if c.l4dep >= 0 {
+					c.drop[c.l4dep] = true
+				}
 			}
 			p, typ = &Payload{Protocol: proto, Field: f}, "inet_service"
 		}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -112,10 +113,19 @@ func canonical(rs *Ruleset) []string {
 	return out
 }
 
+// kernelCase is a ruleset to load into a namespace, with the command
+// that loads it.
+type kernelCase struct {
+	text string
+	load []string
+}
+
 // kernelCases are rulesets loaded into a namespace and read both ways:
-// kube-proxy's own (captured from real kube-proxy) and hand-written ones
-// for the forms kube-proxy does not write.
-func kernelCases(t *testing.T) map[string]string {
+// kube-proxy's own (captured from real kube-proxy: nftables mode, and
+// iptables mode on the nf_tables backend, whose rules nft shows with
+// iptables' extensions), and hand-written ones for the forms kube-proxy
+// does not write.
+func kernelCases(t *testing.T) map[string]kernelCase {
 	read := func(p string) string {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -123,20 +133,25 @@ func kernelCases(t *testing.T) map[string]string {
 		}
 		return string(b)
 	}
-	return map[string]string{
-		"kube-proxy v1.36.3":  read("../../../shared/fixtures/kube-proxy-v1.36.3/two-nodes/node2.nft.txt"),
-		"kube-proxy v1.33.13": read("../../../shared/fixtures/kube-proxy-v1.33.13/two-nodes/node2.nft.txt"),
-		"forms":               read("testdata/kernel-forms.nft"),
+	nft := []string{"nft", "-f", "-"}
+	// nfacct objects are not in the namespace: their matches go.
+	ipt := regexp.MustCompile(` -m nfacct --nfacct-name +[a-z_]+`).ReplaceAllString(
+		read("../../../shared/fixtures/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt"), "")
+	return map[string]kernelCase{
+		"kube-proxy v1.36.3":      {read("../../../shared/fixtures/kube-proxy-v1.36.3/two-nodes/node2.nft.txt"), nft},
+		"kube-proxy v1.33.13":     {read("../../../shared/fixtures/kube-proxy-v1.33.13/two-nodes/node2.nft.txt"), nft},
+		"kube-proxy iptables-nft": {ipt, []string{"iptables-nft-restore"}},
+		"forms":                   {read("testdata/kernel-forms.nft"), nft},
 	}
 }
 
 // TestReadKernelAsNft: the netlink reader reads every ruleset as the
 // parser reads `nft -j list ruleset` of the same kernel state.
 func TestReadKernelAsNft(t *testing.T) {
-	for name, text := range kernelCases(t) {
+	for name, kc := range kernelCases(t) {
 		t.Run(name, func(t *testing.T) {
 			ns := kernelNetns(t)
-			inNetns(t, ns, text, "nft", "-f", "-")
+			inNetns(t, ns, kc.text, kc.load...)
 			want, err := Parse("nft -j", []byte(inNetns(t, ns, "", "nft", "-j", "list", "ruleset")))
 			if err != nil {
 				t.Fatal(err)
@@ -160,7 +175,7 @@ func TestReadKernelAsNft(t *testing.T) {
 			for _, fam := range []string{"IPv4", "IPv6"} {
 				in := dataplane.ObserveInput{Node: "node2", Family: fam, NodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.11")}}
 				g, w := dataplane.Observe(NewPlane(got, fam), in), dataplane.Observe(NewPlane(want, fam), in)
-				if fam == "IPv4" && strings.HasPrefix(name, "kube-proxy") && len(w.Frontends) < 5 {
+				if fam == "IPv4" && strings.HasPrefix(name, "kube-proxy v") && len(w.Frontends) < 5 {
 					t.Errorf("%s: %d frontends observed, want kube-proxy's", fam, len(w.Frontends))
 				}
 				if !reflect.DeepEqual(g, w) {
@@ -209,7 +224,8 @@ func TestReadKernelRefuses(t *testing.T) {
 // JSON leaves out, are read.
 func TestReadKernelComments(t *testing.T) {
 	ns := kernelNetns(t)
-	inNetns(t, ns, kernelCases(t)["kube-proxy v1.36.3"], "nft", "-f", "-")
+	kc := kernelCases(t)["kube-proxy v1.36.3"]
+	inNetns(t, ns, kc.text, kc.load...)
 	rs, err := readKernelIn(t, ns)
 	if err != nil {
 		t.Fatal(err)
