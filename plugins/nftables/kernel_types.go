@@ -213,7 +213,9 @@ func kValueInt(b []byte, typ string) (uint64, bool) {
 func hookName(family uint8, n uint32) string {
 	switch family {
 	case 5: // NFPROTO_NETDEV
-		return []string{"ingress", "egress"}[min(n, 1)]
+		if n < 2 {
+			return []string{"ingress", "egress"}[n]
+		}
 	case 3: // NFPROTO_ARP
 		if n < 3 {
 			return []string{"input", "output", "forward"}[n]
