@@ -29,7 +29,7 @@ func kernelNetns(t testing.TB) string {
 	if os.Geteuid() != 0 {
 		why = "needs root to create network namespaces"
 	}
-	for _, tool := range []string{"ip", "nft"} {
+	for _, tool := range []string{"ip", "nft", "iptables-nft-restore"} {
 		if _, err := exec.LookPath(tool); err != nil && why == "" {
 			why = tool + " not found in PATH"
 		}
@@ -136,10 +136,10 @@ func kernelCases(t *testing.T) map[string]kernelCase {
 	nft := []string{"nft", "-f", "-"}
 	// nfacct objects are not in the namespace: their matches go.
 	ipt := regexp.MustCompile(` -m nfacct --nfacct-name +[a-z_]+`).ReplaceAllString(
-		read("../../../shared/fixtures/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt"), "")
+		read("../../testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt"), "")
 	return map[string]kernelCase{
-		"kube-proxy v1.36.3":      {read("../../../shared/fixtures/kube-proxy-v1.36.3/two-nodes/node2.nft.txt"), nft},
-		"kube-proxy v1.33.13":     {read("../../../shared/fixtures/kube-proxy-v1.33.13/two-nodes/node2.nft.txt"), nft},
+		"kube-proxy v1.36.3":      {read("../../testdata/kube-proxy-v1.36.3/two-nodes/node2.nft.txt"), nft},
+		"kube-proxy v1.33.13":     {read("../../testdata/kube-proxy-v1.33.13/two-nodes/node2.nft.txt"), nft},
 		"kube-proxy iptables-nft": {ipt, []string{"iptables-nft-restore"}},
 		"forms":                   {read("testdata/kernel-forms.nft"), nft},
 	}
