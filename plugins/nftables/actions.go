@@ -64,7 +64,7 @@ func (k *walk) nat(s *state, t *Table, c *Chain, r *Rule, n *NAT, rc rctx) []rul
 		addr, port, ok := natTarget(a.v, s.pkt.DstPort)
 		if !ok {
 			if a.v.kind == vUnknown {
-				s.note("%s: dnat target not evaluated (%s); rule assumed not to match", ruleRef(t, c, r), a.v.why)
+				s.note("%s: dnat target not evaluated (%s); rule assumed not to match", ruleRef(t, c, r), a.v.why())
 			}
 			return s.one(ruleOut{st: s, kind: outNoMatch})
 		}

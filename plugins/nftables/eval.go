@@ -347,18 +347,19 @@ func (k *walk) ct(s *state, x *CT) value {
 	switch x.Key {
 	case "state":
 		if s.untracked {
-			return value{kind: vFlags, flags: []string{"untracked"}}
+			return value{kind: vFlags, s: "untracked"}
 		}
-		return value{kind: vFlags, flags: []string{"new"}}
+		return value{kind: vFlags, s: "new"}
 	case "status":
-		var f []string
-		if s.dnatted {
-			f = append(f, "dnat")
+		switch {
+		case s.dnatted && s.snatted:
+			return value{kind: vFlags, s: "dnat,snat"}
+		case s.dnatted:
+			return value{kind: vFlags, s: "dnat"}
+		case s.snatted:
+			return value{kind: vFlags, s: "snat"}
 		}
-		if s.snatted {
-			f = append(f, "snat")
-		}
-		return value{kind: vFlags, flags: f}
+		return value{kind: vFlags}
 	case "mark":
 		return value{kind: vInt}
 	case "direction":

@@ -11,7 +11,7 @@ func (k *walk) test(s *state, t *Table, c *Chain, r *Rule, m *Match, v value) (b
 	case vNone:
 		return false, nil
 	case vUnknown:
-		s.note("%s: %s; rule assumed not to match", ruleRef(t, c, r), v.why)
+		s.note("%s: %s; rule assumed not to match", ruleRef(t, c, r), v.why())
 		return false, nil
 	}
 	var member bool
@@ -26,7 +26,7 @@ func (k *walk) test(s *state, t *Table, c *Chain, r *Rule, m *Match, v value) (b
 			return compare(m.Op, v, right), nil
 		}
 		if v.kind == vFlags {
-			member = flagsMatch(v.flags, right, m.Op)
+			member = flagsMatch(v, right, m.Op)
 		} else {
 			member = matchAtom(v, right)
 		}
@@ -59,7 +59,7 @@ func compare(op string, v value, right Expr) bool {
 
 // flagsMatch: "in" (and a bare flag) tests for any of the flags, "==" and
 // "!=" for the exact set.
-func flagsMatch(have []string, right Expr, op string) bool {
+func flagsMatch(have value, right Expr, op string) bool {
 	var want []string
 	switch x := right.(type) {
 	case *Literal:
@@ -73,17 +73,17 @@ func flagsMatch(have []string, right Expr, op string) bool {
 	}
 	if op == "in" {
 		for _, w := range want {
-			if hasFlag(have, w) {
+			if have.flagSet(w) {
 				return true
 			}
 		}
 		return false
 	}
-	if len(want) != len(have) {
+	if len(want) != have.flagCount() {
 		return false
 	}
 	for _, w := range want {
-		if !hasFlag(have, w) {
+		if !have.flagSet(w) {
 			return false
 		}
 	}
@@ -96,7 +96,7 @@ func (k *walk) lookup(s *state, t *Table, c *Chain, r *Rule, data Expr, v value)
 	case vNone:
 		return nil
 	case vUnknown:
-		s.note("%s: %s; rule assumed not to match", ruleRef(t, c, r), v.why)
+		s.note("%s: %s; rule assumed not to match", ruleRef(t, c, r), v.why())
 		return nil
 	}
 	return k.lookupIn(s, t, data, v)

@@ -19,18 +19,42 @@ const (
 	vNone // a lookup found nothing, or the field is absent: no match, no note
 )
 
-// value is what an expression yields for one packet.
+// value is what an expression yields for one packet. It is kept small: a
+// node's ruleset holds one per literal and per map element's data.
 type value struct {
-	kind  vkind
-	addr  netip.Addr
-	n     uint64
+	kind vkind
+	addr netip.Addr
+	n    uint64
+	// s is a vStr's string, a vFlags' names (comma-separated), a
+	// vUnknown's reason.
 	s     string
-	flags []string
 	parts []value
-	why   string
 }
 
-func unknownValue(why string) value { return value{kind: vUnknown, why: why} }
+func unknownValue(why string) value { return value{kind: vUnknown, s: why} }
+
+// why is the reason a vUnknown value could not be evaluated.
+func (v value) why() string { return v.s }
+
+// flagSet reports whether f is one of a vFlags value's names.
+func (v value) flagSet(f string) bool {
+	for rest := v.s; rest != ""; {
+		name, after, _ := strings.Cut(rest, ",")
+		if name == f {
+			return true
+		}
+		rest = after
+	}
+	return false
+}
+
+// flagCount is how many names a vFlags value holds.
+func (v value) flagCount() int {
+	if v.s == "" {
+		return 0
+	}
+	return strings.Count(v.s, ",") + 1
+}
 
 func none() value { return value{kind: vNone} }
 
@@ -43,7 +67,7 @@ func (v value) String() string {
 	case vStr:
 		return v.s
 	case vFlags:
-		return strings.Join(v.flags, ",")
+		return v.s
 	case vConcat:
 		parts := make([]string, len(v.parts))
 		for i, p := range v.parts {
@@ -183,7 +207,7 @@ func matchAtom(v value, pat Expr) bool {
 		case vStr:
 			return ifnameMatch(v.s, p.Text)
 		case vFlags:
-			return hasFlag(v.flags, p.Text)
+			return v.flagSet(p.Text)
 		}
 	case *Prefix:
 		a, ok := litAddr(p.Addr)
