@@ -377,6 +377,10 @@ type walkKey struct {
 func newWalks(w Walker) *walks { return &walks{w: w, seen: map[walkKey][]Branch{}} }
 
 func (w *walks) walk(p Packet, o WalkOptions) []Branch {
+	if o.Toward.IsValid() {
+		// A hairpin probe, one per endpoint: never walked twice.
+		return w.w.WalkWith(p, o)
+	}
 	k := walkKey{p, o}
 	if br, ok := w.seen[k]; ok {
 		return br
