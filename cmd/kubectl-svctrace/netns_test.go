@@ -1,71 +1,27 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/svctrace/svctrace/internal/netnstest"
 )
 
 // requireRoot skips without root, except under CI where every test must run.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test needs root (network namespaces), and CI=true forbids skipping")
-	}
-	t.Skip("needs root: creates a network namespace")
-}
+func requireRoot(t *testing.T) { t.Helper(); netnstest.Need(t) }
 
-func requireTools(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed, and CI=true forbids skipping", tool)
-			}
-			t.Skipf("%s is not installed", tool)
-		}
-	}
-}
+func requireTools(t *testing.T, tools ...string) { t.Helper(); netnstest.Need(t, tools...) }
 
 // netns creates a network namespace that is removed when the test ends.
-func netns(t *testing.T) string {
-	t.Helper()
-	name := fmt.Sprintf("svct-cli-%d-%s", os.Getpid(), strings.ToLower(regexp.MustCompile(`\W`).ReplaceAllString(t.Name(), "")))
-	if len(name) > 30 {
-		name = name[:30]
-	}
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	return name
-}
+func netns(t *testing.T) string { t.Helper(); return netnstest.New(t, "cli") }
 
 func inNetns(t *testing.T, ns string, stdin string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return out.String(), ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return out.String(), 0
+	return netnstest.Exec(t, ns, stdin, args...)
 }
 
 func buildBinary(t *testing.T) string {

@@ -3,69 +3,33 @@
 package nftables
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/netnstest"
 )
 
 // kernelNetns makes a network namespace for the test, removed when it
-// ends; it fails under CI=true, and skips elsewhere, without root or nft.
+// ends (it fails under CI=true, and skips elsewhere, without root or the
+// tools that load rulesets).
 func kernelNetns(t testing.TB) string {
 	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root to create network namespaces"
-	}
-	for _, tool := range []string{"ip", "nft", "iptables-nft-restore"} {
-		if _, err := exec.LookPath(tool); err != nil && why == "" {
-			why = tool + " not found in PATH"
-		}
-	}
-	if why != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
-	name := fmt.Sprintf("svct-nft-%d-%08x", os.Getpid(), rand.Uint32())
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	return name
+	return netnstest.New(t, "nft", "nft", "iptables-nft-restore")
 }
 
 // inNetns runs argv in the namespace, with stdin, and returns stdout.
 func inNetns(t testing.TB, ns, stdin string, argv ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, argv...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("in %s: %s: %v: %s", ns, strings.Join(argv, " "), err, stderr.String())
-	}
-	return string(out)
+	return netnstest.Run(t, ns, stdin, argv...)
 }
 
 // readKernelIn reads the namespace's ruleset over netlink.
