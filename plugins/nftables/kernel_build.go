@@ -277,6 +277,9 @@ func (l kLits) kIntervals(s *kSet, typ string, dataTypes []string) ([]*Element, 
 	var out []*Element
 	for i := 0; i < len(elems); i++ {
 		e := &elems[i]
+		if e.exprs > 0 {
+			return nil, fmt.Errorf("%w: element with expressions in set %s", ErrNotTranslated, s.name)
+		}
 		if e.flags&unix.NFT_SET_ELEM_INTERVAL_END != 0 {
 			continue
 		}

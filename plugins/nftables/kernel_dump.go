@@ -96,7 +96,12 @@ func (d *dumper) recv() (int, error) {
 	var n, flags int
 	var rerr error
 	err := d.rc.Read(func(fd uintptr) bool {
-		n, _, flags, _, rerr = unix.Recvmsg(int(fd), d.buf, nil, 0)
+		for {
+			n, _, flags, _, rerr = unix.Recvmsg(int(fd), d.buf, nil, 0)
+			if rerr != unix.EINTR {
+				break
+			}
+		}
 		return rerr != unix.EAGAIN && rerr != unix.EWOULDBLOCK
 	})
 	switch {

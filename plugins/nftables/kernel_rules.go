@@ -268,13 +268,13 @@ func networkField(proto string, off, n uint32) (string, string, int, bool) {
 	return "", "", 0, false
 }
 
-// metaKeys are nft's names of the meta keys, with their types.
+// metaKeys are nft's names of the meta keys read here, with their types
+// (others, such as skuid, which nft prints by user name, are refused).
 var metaKeys = map[uint32][2]string{
 	unix.NFT_META_LEN: {"length", "integer"}, unix.NFT_META_PROTOCOL: {"protocol", "ether_type"},
 	unix.NFT_META_MARK: {"mark", "mark"}, unix.NFT_META_IIFNAME: {"iifname", "ifname"},
 	unix.NFT_META_OIFNAME: {"oifname", "ifname"}, unix.NFT_META_NFPROTO: {"nfproto", "nf_proto"},
-	unix.NFT_META_L4PROTO: {"l4proto", "inet_proto"}, unix.NFT_META_SKUID: {"skuid", "uid"},
-	unix.NFT_META_SKGID: {"skgid", "gid"}, unix.NFT_META_PKTTYPE: {"pkttype", "pkt_type"},
+	unix.NFT_META_L4PROTO: {"l4proto", "inet_proto"},
 }
 
 func (c *ruleCtx) meta(e kExpr) error {

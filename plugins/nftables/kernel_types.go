@@ -153,7 +153,9 @@ func (l kLits) kValue(b []byte, typ string) Expr {
 		return l.flagsLiteral(uint64(binary.NativeEndian.Uint32(b)), ctStateBits)
 	case "ct_status":
 		return l.flagsLiteral(uint64(binary.NativeEndian.Uint32(b)), ctStatusBits)
-	case "mark", "integer", "iface_index", "uid", "gid", "realm", "classid", "devgroup", "cgroupsv2", "ct_event":
+	case "mark", "integer":
+		// (Interface indexes, users, realms and the like nft prints by
+		// name: not translated.)
 		return l.lit(strconv.FormatUint(uint64(binary.NativeEndian.Uint32(b)), 10), true)
 	}
 	return nil
