@@ -284,7 +284,9 @@ func (w *Walker) addrType(s *state, r *Rule, a netip.Addr, typ string) bool {
 // ctState: a walked packet is the first of a new connection; after DNAT
 // its conntrack entry also has the DNAT status.
 func ctState(s *state, states string) bool {
-	for _, st := range strings.Split(states, ",") {
+	for rest := states; rest != ""; {
+		var st string
+		st, rest, _ = strings.Cut(rest, ",")
 		switch strings.ToUpper(st) {
 		case "NEW":
 			return true
@@ -307,7 +309,9 @@ func portIn(spec string, v uint16) bool {
 }
 
 func portList(spec string, v uint16) bool {
-	for _, p := range strings.Split(spec, ",") {
+	for rest := spec; rest != ""; {
+		var p string
+		p, rest, _ = strings.Cut(rest, ",")
 		if portIn(p, v) {
 			return true
 		}

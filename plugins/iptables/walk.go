@@ -248,11 +248,11 @@ func (w *Walker) runTables(s *state, hc *hookChains, i int, rest []dataplane.Hoo
 		return
 	}
 	for _, r := range w.runChain(s, table, c, 0) {
-		if r.verdict != "" {
-			*out = append(*out, r.finish())
-			continue
+		if st := r.st; st.verdict != "" {
+			*out = append(*out, st.finish())
+		} else {
+			w.runTables(st, hc, i+1, rest, out)
 		}
-		w.runTables(r, hc, i+1, rest, out)
 	}
 }
 
@@ -274,12 +274,13 @@ func (s *state) finish() dataplane.Branch {
 	return b
 }
 
-// runChain evaluates a built-in chain of a table. It returns the states
-// that leave the table: with a verdict (DROP, REJECT) or without one (the
-// table accepted the packet, or a nat target ended the table).
-func (w *Walker) runChain(s *state, table string, c *Chain, depth int) []*state {
+// runChain evaluates a built-in chain of a table. Its results' states are
+// those that leave the table: with a verdict (DROP, REJECT) or without one
+// (the table accepted the packet, or a nat target ended the table). A
+// single result is s's own (see one): the caller reads it before it walks
+// the state on.
+func (w *Walker) runChain(s *state, table string, c *Chain, depth int) []result {
 	res := w.evalChain(s, table, c, depth)
-	var out []*state
 	for _, r := range res {
 		switch r.flow {
 		case flowReturn, flowEnd:
@@ -288,15 +289,16 @@ func (w *Walker) runChain(s *state, table string, c *Chain, depth int) []*state 
 			if pol == "" || pol == "-" {
 				pol = string(dataplane.Accept)
 			}
-			r.st.addHop(dataplane.Hop{Table: table, Chain: c.Name, Rule: "policy " + pol, IsPolicy: true})
+			if !r.st.opts.NoHops {
+				r.st.addHop(dataplane.Hop{Table: table, Chain: c.Name, Rule: "policy " + pol, IsPolicy: true})
+			}
 			if pol == string(dataplane.Drop) {
 				r.st.verdict = string(dataplane.Drop)
 				r.st.reason = fmt.Sprintf("policy DROP of %s/%s", table, c.Name)
 			}
 		}
-		out = append(out, r.st)
 	}
-	return out
+	return res
 }
 
 type flow int
@@ -349,6 +351,10 @@ func (w *Walker) evalRules(s *state, table string, c *Chain, rules []*Rule, dept
 			if len(res) == 0 {
 				hit.drop()
 			}
+			if done == nil {
+				// At most one fork per rule left, mostly.
+				done = make([]result, 0, len(rules)-i)
+			}
 			done = append(done, res...)
 			continue
 		}
@@ -375,7 +381,7 @@ func (w *Walker) then(res []result, table string, c *Chain, rest []*Rule, depth 
 		}
 		return res
 	}
-	var out []result
+	out := make([]result, 0, len(res))
 	for _, x := range res {
 		if x.flow == flowEnd {
 			out = append(out, w.evalRules(x.st, table, c, rest, depth)...)
@@ -461,21 +467,18 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		}
 		return res
 	}
-	var out []result
-	for _, x := range res {
-		switch x.flow {
+	// Several results are a slice of their own: rewritten in place.
+	for i := range res {
+		switch res[i].flow {
 		case flowEnd, flowReturn:
+			res[i].flow = flowEnd
 			if r.Goto {
 				// A goto returns to the caller of this chain.
-				out = append(out, result{st: x.st, flow: flowReturn})
-			} else {
-				out = append(out, result{st: x.st, flow: flowEnd})
+				res[i].flow = flowReturn
 			}
-		default:
-			out = append(out, x)
 		}
 	}
-	return out
+	return res
 }
 
 func (w *Walker) dnat(s *state, r *Rule) {
