@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Benchmarks of the iptables data plane at node scale, reported as ratios
-# against a baseline measured in the same run: parsing and walking a
-# generated kube-proxy ruleset of 10,000 Services x 10 endpoints against
-# 1,000 x 10.
+# Benchmarks at node scale, reported as ratios against a baseline measured
+# in the same run: parsing and walking a generated kube-proxy ruleset
+# (iptables) of 10,000 Services x 10 endpoints against 1,000 x 10; as
+# root, the conntrack dump against conntrack -L and the nftables netlink
+# read against nft -j.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(go test ./plugins/iptables/ -run XXX -bench 'Parse|Observe' -benchmem -benchtime "${BENCHTIME:-3x}" -timeout 30m)
@@ -27,4 +28,14 @@ if [ "$(id -u)" = 0 ] && command -v conntrack >/dev/null 2>&1; then
 	go test ./analysis/ -run XXX -bench Correlate100k -benchmem -benchtime 3x | grep '^Benchmark'
 else
 	echo "conntrack benchmark skipped: needs root and the conntrack tool"
+fi
+
+# The nftables ruleset of 1,000 and 10,000 Services, loaded into a network
+# namespace of its own (root), read over netlink; x-nft-j is the read's
+# time over `nft -j list ruleset` of the same namespace, in the same run.
+if [ "$(id -u)" = 0 ] && command -v nft >/dev/null 2>&1; then
+	echo
+	go test ./plugins/nftables/ -run XXX -bench ReadKernel -benchmem -benchtime "${BENCHTIME:-3x}" -timeout 30m | grep '^Benchmark'
+else
+	echo "nftables netlink benchmark skipped: needs root and nft"
 fi
