@@ -91,7 +91,9 @@ type KernelReader interface {
 	Loader
 	// ReadKernel reads the state of the calling thread's network namespace
 	// as the dump of collector would hold it: its Text, and Parsed for the
-	// plane's own loader. An error (a collector it does not stand for,
-	// state it does not translate) means the tool reads it instead.
+	// plane's own loader. An error means the tool reads it instead: with
+	// an empty Dump, the reader does not stand for that collector; with
+	// the Dump's Collector set, it does and failed (state it does not
+	// translate, a kernel without it), which a note may tell.
 	ReadKernel(collector string) (snapshot.Dump, error)
 }

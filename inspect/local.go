@@ -130,14 +130,23 @@ func runDump(ctx context.Context, c dumpCommand) dumpResult {
 // kernel's state itself (nftables over netlink: in half the time of nft,
 // and already parsed), and with the tool where none does or it fails.
 func readKernel(ctx context.Context, c dumpCommand) dumpResult {
+	var readErr error
 	for _, l := range plugins.Loaders() {
 		if r, ok := l.(dataplane.KernelReader); ok {
-			if d, err := r.ReadKernel(c.collector); err == nil {
+			d, err := r.ReadKernel(c.collector)
+			if err == nil {
 				return dumpResult{installed: true, dump: &d}
+			}
+			if d.Collector != "" {
+				readErr = err // it stands for the tool, and failed
 			}
 		}
 	}
-	return runDump(ctx, c)
+	res := runDump(ctx, c)
+	if res.dump == nil && res.note != "" && readErr != nil {
+		res.note += fmt.Sprintf(" (reading it directly failed too: %v)", readErr)
+	}
+	return res
 }
 
 // CollectLocal reads the kernel state of the network namespace the process

@@ -74,3 +74,71 @@ func TestLocalCollectRealKernel(t *testing.T) {
 		t.Fatalf("KUBE chains in both backends: exit %d, want 1 with BackendSplitBrain:\n%s", code, out)
 	}
 }
+
+// TestLocalNFTablesRead: on a node in nftables mode, --local reads the
+// ruleset over netlink; a ruleset the netlink reader does not translate (a
+// limit, here beside kube-proxy's table) is read with nft -j instead, with
+// the same answers; without nft either, the note says why nothing read it.
+func TestLocalNFTablesRead(t *testing.T) {
+	requireRoot(t)
+	requireTools(t, "ip", "nft", "iptables-nft-save")
+	ns := netns(t)
+	bin := buildBinary(t)
+	fix := fixture
+	rules, err := os.ReadFile(fix + "node2.nft.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := inNetns(t, ns, string(rules), "nft", "-f", "-"); code != 0 {
+		t.Fatalf("nft -f: exit %d: %s", code, out)
+	}
+	origin := func(env ...string) string {
+		t.Helper()
+		snap := filepath.Join(t.TempDir(), "local.snap")
+		argv := append(append([]string{"env"}, env...), bin, "collect", "--local", "--node", "node2", "--objects", fix+"objects.yaml",
+			"--kube-proxy-metrics-address", "127.0.0.1:1", "-f", snap)
+		if out, code := inNetns(t, ns, "", argv...); code != 0 {
+			t.Fatalf("collect --local: exit %d: %s", code, out)
+		}
+		out, code := inNetns(t, ns, "", bin, "explain", "shop/cart", "--snapshot", snap)
+		if code != 0 || !strings.Contains(out, "10.244.1.21:8080") {
+			t.Fatalf("explain on the local snapshot: exit %d:\n%s", code, out)
+		}
+		b, err := os.ReadFile(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if s := origin(); !strings.Contains(s, `"origin":"nf_tables (netlink)"`) {
+		t.Errorf("kube-proxy's ruleset was not read over netlink")
+	}
+	if out, code := inNetns(t, ns, "table ip other {\n chain c {\n type filter hook input priority 0; policy accept;\n limit rate 5/second accept\n }\n}\n", "nft", "-f", "-"); code != 0 {
+		t.Fatalf("nft -f: exit %d: %s", code, out)
+	}
+	if s := origin(); !strings.Contains(s, `"origin":"nft -j list ruleset"`) {
+		t.Errorf("a ruleset the reader does not translate was not read with nft -j")
+	}
+	// Without nft (the iptables tools alone on the PATH): only the note.
+	path := t.TempDir()
+	for _, tool := range []string{"iptables-nft-save", "iptables-legacy-save", "ip6tables-nft-save", "ip6tables-legacy-save"} {
+		if p, err := exec.LookPath(tool); err == nil {
+			if err := os.Symlink(p, filepath.Join(path, tool)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	snap := filepath.Join(t.TempDir(), "nonft.snap")
+	out, code := inNetns(t, ns, "", "env", "PATH="+path, bin, "collect", "--local", "--node", "node2", "--objects", fix+"objects.yaml",
+		"--kube-proxy-metrics-address", "127.0.0.1:1", "-f", snap)
+	if code != 0 {
+		t.Fatalf("collect --local without nft: exit %d: %s", code, out)
+	}
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "nft not installed") || !strings.Contains(string(b), `reading it directly failed too`) || !strings.Contains(string(b), `limit`) {
+		t.Errorf("the snapshot's notes do not say why the ruleset was not read:\n%.2000s", b)
+	}
+}

@@ -18,13 +18,14 @@ func (Loader) ReadKernel(collector string) (snapshot.Dump, error) {
 	if collector != snapshot.CollectorNFTJSON {
 		return snapshot.Dump{}, fmt.Errorf("nftables: no netlink read stands for %s", collector)
 	}
+	failed := snapshot.Dump{Collector: collector}
 	rs, err := ReadNetlink(0)
 	if err != nil {
-		return snapshot.Dump{}, err
+		return failed, err
 	}
 	text, err := RenderJSON(rs)
 	if err != nil {
-		return snapshot.Dump{}, err
+		return failed, err
 	}
 	return snapshot.Dump{Collector: collector, Origin: KernelSource,
 		Text: unsafe.String(unsafe.SliceData(text), len(text)), Parsed: rs}, nil
