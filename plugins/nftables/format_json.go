@@ -112,13 +112,18 @@ func (w *jsonWriter) strs(ss []string) {
 		return
 	}
 	w.raw("[")
-	for i, s := range ss {
+	w.each(len(ss), func(i int) { w.str(ss[i]) })
+	w.raw("]")
+}
+
+// each writes n items, separated by commas.
+func (w *jsonWriter) each(n int, item func(i int)) {
+	for i := range n {
 		if i > 0 {
 			w.raw(", ")
 		}
-		w.str(s)
+		item(i)
 	}
-	w.raw("]")
 }
 
 // object starts a named object of a table: {"KIND": {"family": ...,
@@ -157,14 +162,8 @@ func (w *jsonWriter) set(t *Table, s *Set) {
 		w.strs(s.DataType)
 	}
 	if len(s.Flags) > 0 {
-		w.raw(`, "flags": `)
-		w.raw("[")
-		for i, f := range s.Flags {
-			if i > 0 {
-				w.raw(", ")
-			}
-			w.str(f)
-		}
+		w.raw(`, "flags": [`)
+		w.each(len(s.Flags), func(i int) { w.str(s.Flags[i]) })
 		w.raw("]")
 	}
 	if s.Timeout != 0 {
@@ -176,12 +175,7 @@ func (w *jsonWriter) set(t *Table, s *Set) {
 	w.optStr(`, "comment": `, s.Comment)
 	if len(s.Elements) > 0 {
 		w.raw(`, "elem": [`)
-		for i, el := range s.Elements {
-			if i > 0 {
-				w.raw(", ")
-			}
-			w.element(el)
-		}
+		w.each(len(s.Elements), func(i int) { w.element(s.Elements[i]) })
 		w.raw("]")
 	}
 	w.raw("}}")
@@ -237,11 +231,6 @@ func (w *jsonWriter) rule(t *Table, r *Rule) {
 	w.handle(r.Handle)
 	w.optStr(`, "comment": `, r.Comment)
 	w.raw(`, "expr": [`)
-	for i, s := range r.Stmts {
-		if i > 0 {
-			w.raw(", ")
-		}
-		w.stmt(s)
-	}
+	w.each(len(r.Stmts), func(i int) { w.stmt(r.Stmts[i]) })
 	w.raw("]}}")
 }

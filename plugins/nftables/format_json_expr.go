@@ -163,12 +163,7 @@ func (w *jsonWriter) expr(e Expr) {
 		w.raw(`{"fib": {"result": `)
 		w.str(x.Result)
 		w.raw(`, "flags": [`)
-		for i, f := range x.Flags {
-			if i > 0 {
-				w.raw(", ")
-			}
-			w.str(f)
-		}
+		w.each(len(x.Flags), func(i int) { w.str(x.Flags[i]) })
 		w.raw("]}}")
 	case *Numgen:
 		w.raw(`{"numgen": {"mode": `)
@@ -193,12 +188,7 @@ func (w *jsonWriter) expr(e Expr) {
 		w.str("@" + x.Name)
 	case *AnonSet:
 		w.raw(`{"set": [`)
-		for i, el := range x.Elems {
-			if i > 0 {
-				w.raw(", ")
-			}
-			w.element(el)
-		}
+		w.each(len(x.Elems), func(i int) { w.element(x.Elems[i]) })
 		w.raw("]}")
 	case *List:
 		w.raw("[")
@@ -231,11 +221,4 @@ func (w *jsonWriter) expr(e Expr) {
 	}
 }
 
-func (w *jsonWriter) exprs(es []Expr) {
-	for i, e := range es {
-		if i > 0 {
-			w.raw(", ")
-		}
-		w.expr(e)
-	}
-}
+func (w *jsonWriter) exprs(es []Expr) { w.each(len(es), func(i int) { w.expr(es[i]) }) }
