@@ -32,8 +32,7 @@ func TestRenderJSONRoundTrip(t *testing.T) {
 }
 
 // TestRenderJSONRefuses: RenderJSON refuses what has no JSON form, rather
-// than write a ruleset
-// that would read back otherwise.
+// than write a ruleset that would read back otherwise.
 func TestRenderJSONRefuses(t *testing.T) {
 	rs := &Ruleset{Tables: []*Table{{Family: "ip", Name: "t", Chains: []*Chain{{Name: "c",
 		Rules: []*Rule{{Chain: "c", Stmts: []Stmt{&Limit{Text: "rate 5/second"}}}}}}}}}
