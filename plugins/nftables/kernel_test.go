@@ -42,6 +42,20 @@ func readKernelIn(t testing.TB, ns string) (*Ruleset, error) {
 	return ReadNetlink(int(f.Fd()))
 }
 
+// readBoth reads the namespace's ruleset over netlink (got) and parses
+// nft -j's (want).
+func readBoth(t *testing.T, ns string) (got, want *Ruleset) {
+	t.Helper()
+	want, err := Parse("nft -j", []byte(inNetns(t, ns, "", "nft", "-j", "list", "ruleset")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = readKernelIn(t, ns); err != nil {
+		t.Fatal(err)
+	}
+	return got, want
+}
+
 // kernelCase is a ruleset to load into a namespace, with the command
 // that loads it.
 type kernelCase struct {
@@ -81,14 +95,7 @@ func TestReadKernelAsNft(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := kernelNetns(t)
 			inNetns(t, ns, kc.text, kc.load...)
-			want, err := Parse("nft -j", []byte(inNetns(t, ns, "", "nft", "-j", "list", "ruleset")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := readKernelIn(t, ns)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, want := readBoth(t, ns)
 			sameLines(t, "netlink", "nft -j", canonical(got), canonical(want))
 			// Kept in a snapshot as JSON, it reads back the same.
 			text, err := RenderJSON(got)
@@ -187,14 +194,7 @@ func TestReadKernelChanged(t *testing.T) {
 func TestReadKernelTimeouts(t *testing.T) {
 	ns := kernelNetns(t)
 	inNetns(t, ns, "table ip t {\n set s {\n type ipv4_addr\n flags timeout\n timeout 1h\n elements = { 10.0.0.1, 10.0.0.2 timeout 30m }\n }\n}\n", "nft", "-f", "-")
-	want, err := Parse("nft -j", []byte(inNetns(t, ns, "", "nft", "-j", "list", "ruleset")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := readKernelIn(t, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, want := readBoth(t, ns)
 	g, w := got.Tables[0].Set("s").Elements, want.Tables[0].Set("s").Elements
 	if len(g) != 2 || len(w) != 2 {
 		t.Fatalf("elements: netlink %v, nft -j %v", g, w)
