@@ -94,6 +94,7 @@ type KernelReader interface {
 	// plane's own loader. An error means the tool reads it instead: with
 	// an empty Dump, the reader does not stand for that collector; with
 	// the Dump's Collector set, it does and failed (state it does not
-	// translate, a kernel without it), which a note may tell.
-	ReadKernel(collector string) (snapshot.Dump, error)
+	// translate, a kernel without it), which a note may tell. backend is
+	// the iptables backend the tool dumps ("legacy", "nf_tables"), or "".
+	ReadKernel(collector, backend string) (snapshot.Dump, error)
 }

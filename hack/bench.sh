@@ -39,3 +39,14 @@ if [ "$(id -u)" = 0 ] && command -v nft >/dev/null 2>&1; then
 else
 	echo "nftables netlink benchmark skipped: needs root and nft"
 fi
+
+# kube-proxy's iptables rules of 1,000 and 10,000 Services, restored into a
+# network namespace of its own (root) on the legacy backend, read from the
+# kernel; x-save is the read's time over iptables-legacy-save of the same
+# namespace, in the same run.
+if [ "$(id -u)" = 0 ] && command -v iptables-legacy-save >/dev/null 2>&1; then
+	echo
+	go test ./plugins/iptables/ -run XXX -bench ReadLegacy -benchmem -benchtime "${BENCHTIME:-3x}" -timeout 30m | grep '^Benchmark'
+else
+	echo "iptables legacy read benchmark skipped: needs root and iptables-legacy-save"
+fi

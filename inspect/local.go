@@ -133,7 +133,7 @@ func readKernel(ctx context.Context, c dumpCommand) dumpResult {
 	var readErr error
 	for _, l := range plugins.Loaders() {
 		if r, ok := l.(dataplane.KernelReader); ok {
-			d, err := r.ReadKernel(c.collector)
+			d, err := r.ReadKernel(c.collector, c.backend)
 			if err == nil {
 				return dumpResult{installed: true, dump: &d}
 			}

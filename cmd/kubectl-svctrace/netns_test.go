@@ -142,3 +142,51 @@ func TestLocalNFTablesRead(t *testing.T) {
 		t.Errorf("the snapshot's notes do not say why the ruleset was not read:\n%.2000s", b)
 	}
 }
+
+// TestLocalLegacyRead: on a node whose kube-proxy writes the legacy
+// backend, --local reads its tables from the kernel itself, as
+// iptables-legacy-save would print them; tables holding a rule the reader
+// does not print (a limit match here) are read with the tool instead.
+func TestLocalLegacyRead(t *testing.T) {
+	requireRoot(t)
+	requireTools(t, "ip", "iptables-legacy-restore", "iptables-legacy", "iptables-legacy-save")
+	ns := netns(t)
+	bin := buildBinary(t)
+	dump, err := os.ReadFile(fixture + "node1.iptables-save.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := regexp.MustCompile(` -m nfacct --nfacct-name +\S+`).ReplaceAllString(string(dump), "")
+	if out, code := inNetns(t, ns, rules, "iptables-legacy-restore"); code != 0 {
+		t.Fatalf("iptables-legacy-restore: exit %d: %s", code, out)
+	}
+	args := []string{"--node", "node1", "--objects", fixture + "objects.yaml", "--kube-proxy-metrics-address", "127.0.0.1:1"}
+	if out, code := inNetns(t, ns, "", append([]string{bin, "drift", "--local"}, args...)...); code != 0 {
+		t.Fatalf("drift --local on the restored rules: exit %d:\n%s", code, out)
+	}
+	origin := func() string {
+		t.Helper()
+		snap := filepath.Join(t.TempDir(), "local.snap")
+		if out, code := inNetns(t, ns, "", append([]string{bin, "collect", "--local", "-f", snap}, args...)...); code != 0 {
+			t.Fatalf("collect --local: exit %d: %s", code, out)
+		}
+		out, code := inNetns(t, ns, "", bin, "explain", "default/nginx", "--snapshot", snap)
+		if code != 0 || strings.Count(out, "1/3   10.244.") != 3 {
+			t.Fatalf("explain on the local snapshot: exit %d:\n%s", code, out)
+		}
+		b, err := os.ReadFile(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if s := origin(); !strings.Contains(s, `"origin":"x_tables (getsockopt)"`) {
+		t.Errorf("kube-proxy's legacy tables were not read from the kernel")
+	}
+	if out, code := inNetns(t, ns, "", "iptables-legacy", "-A", "INPUT", "-m", "limit", "--limit", "5/sec", "-j", "ACCEPT"); code != 0 {
+		t.Fatalf("iptables-legacy: %s", out)
+	}
+	if s := origin(); !strings.Contains(s, `"origin":"iptables-legacy-save"`) {
+		t.Errorf("tables the reader does not print were not read with iptables-legacy-save")
+	}
+}

@@ -14,7 +14,7 @@ var _ dataplane.KernelReader = Loader{}
 // `nft -j list ruleset`: the kernel dumps it in half the time nft takes,
 // and the ruleset read need not be parsed again. Text is the JSON nft
 // would print (RenderJSON), for a snapshot.
-func (Loader) ReadKernel(collector string) (snapshot.Dump, error) {
+func (Loader) ReadKernel(collector, _ string) (snapshot.Dump, error) {
 	if collector != snapshot.CollectorNFTJSON {
 		return snapshot.Dump{}, fmt.Errorf("nftables: no netlink read stands for %s", collector)
 	}

@@ -1,0 +1,40 @@
+//go:build linux
+
+package iptables
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/svctrace/internal/netnstest"
+	"github.com/svctrace/svctrace/snapshot/snapshottest"
+)
+
+// benchmarkReadLegacy reads a node's legacy tables of so many Services ×
+// 10 endpoints, loaded into a namespace of its own, from the kernel; the
+// baseline, measured in the same run, is iptables-legacy-save of the same
+// namespace (x-save: the read's time over the tool's).
+func benchmarkReadLegacy(b *testing.B, services int) {
+	ns := legacyNetns(b)
+	makeNfacct(b, ns, "ct_state_invalid_dropped_pkts")
+	netnstest.Run(b, ns, snapshottest.IPTablesSave(services, 10), "iptables-legacy-restore")
+	start := time.Now()
+	want := netnstest.Run(b, ns, "", "iptables-legacy-save")
+	save := time.Since(start)
+	b.ReportAllocs()
+	start = time.Now()
+	for b.Loop() {
+		got, err := readLegacyIn(b, ns, famIPv4)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) < len(want)/2 || strings.Count(got, "\n-A ") != strings.Count(want, "\n-A ") {
+			b.Fatalf("%d rules read, iptables-legacy-save shows %d", strings.Count(got, "\n-A "), strings.Count(want, "\n-A "))
+		}
+	}
+	b.ReportMetric(float64(time.Since(start))/float64(b.N)/float64(save), "x-save")
+}
+
+func BenchmarkReadLegacy1k(b *testing.B)  { benchmarkReadLegacy(b, 1000) }
+func BenchmarkReadLegacy10k(b *testing.B) { benchmarkReadLegacy(b, 10000) }

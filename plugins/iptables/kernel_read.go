@@ -1,0 +1,215 @@
+//go:build linux
+
+package iptables
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The x_tables get options (linux/netfilter_ipv4/ip_tables.h and its IPv6
+// twin share the numbers), and the sizes of their requests.
+const (
+	soGetInfo    = 64 // IPT_SO_GET_INFO, IP6T_SO_GET_INFO
+	soGetEntries = 65 // IPT_SO_GET_ENTRIES, IP6T_SO_GET_ENTRIES
+	tableNameLen = 32 // XT_TABLE_MAXNAMELEN
+	getInfoSize  = tableNameLen + 4 + 5*4 + 5*4 + 4 + 4
+	// getEntriesHead is struct ipt_get_entries up to its entry table,
+	// which the counters of its entries align to 8 bytes.
+	getEntriesHead = 40
+	readAttempts   = 5
+)
+
+// ReadLegacy reads the tables of the legacy (x_tables) backend of one IP
+// family ("IPv4" or "IPv6") as iptables-legacy-save prints them, from the
+// kernel itself rather than through the tool: it asks for each table's
+// entries over a raw socket and prints them (see kernel_table.go). netns
+// is an open network namespace to read, or 0 for the calling thread's.
+//
+// Anything it does not print as iptables-save would (a match or target
+// it does not know, a revision it does not read) is an error that wraps
+// ErrNotTranslated: the caller runs iptables-legacy-save then. Without
+// the legacy backend in the kernel (no ip_tables module loaded) the error
+// wraps ErrNoLegacy.
+func ReadLegacy(netns int, family string) (string, error) {
+	fam, ok := xtFamilies[family]
+	if !ok {
+		return "", fmt.Errorf("iptables: no legacy read of family %q", family)
+	}
+	type result struct {
+		text string
+		err  error
+	}
+	done := make(chan result, 1)
+	// The socket and /proc/thread-self/net belong to the thread's
+	// namespace: the read runs on a thread of its own, moved there.
+	go func() {
+		runtime.LockOSThread()
+		restore, err := enterNetns(netns)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: err}
+			return
+		}
+		text, err := readLegacy(fam)
+		if restore() == nil {
+			runtime.UnlockOSThread()
+		} // else the thread ends with the goroutine, still in netns
+		done <- result{text, err}
+	}()
+	r := <-done
+	return r.text, r.err
+}
+
+// ErrNoLegacy is the error of a legacy read where the kernel has no legacy
+// tables in use.
+var ErrNoLegacy = errors.New("the legacy backend is not in use in this kernel")
+
+// enterNetns moves the locked thread into the namespace netns (0: stays),
+// and returns what moves it back.
+func enterNetns(netns int) (func() error, error) {
+	if netns == 0 {
+		return func() error { return nil }, nil
+	}
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		return nil, fmt.Errorf("iptables: %w", err)
+	}
+	if err := unix.Setns(netns, unix.CLONE_NEWNET); err != nil {
+		orig.Close()
+		return nil, fmt.Errorf("iptables: entering the network namespace: %w", err)
+	}
+	return func() error {
+		defer orig.Close()
+		return unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET)
+	}, nil
+}
+
+// readLegacy prints every table of the family in the thread's namespace,
+// in the order the kernel lists them, as iptables-legacy-save does.
+func readLegacy(fam *xtFamily) (string, error) {
+	names, err := legacyTables(fam)
+	if err != nil {
+		return "", err
+	}
+	fd, err := unix.Socket(fam.af, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
+	if err != nil {
+		return "", fmt.Errorf("iptables: opening a raw socket: %w", err)
+	}
+	defer unix.Close(fd)
+	var out bytes.Buffer
+	out.Grow(1 << 16)
+	now := time.Now().Format("Mon Jan _2 15:04:05 2006")
+	for _, name := range names {
+		blob, info, err := getEntries(fd, fam, name)
+		if err != nil {
+			return "", err
+		}
+		// The text is about a fifth of the entries.
+		out.Grow(len(blob) / 4)
+		fmt.Fprintf(&out, "# Read by svctrace from the kernel's legacy %s tables on %s\n", fam.name, now)
+		err = printTable(&out, fam, name, blob[getEntriesHead:], info)
+		unix.Munmap(blob)
+		if err != nil {
+			return "", fmt.Errorf("iptables: %s table %s: %w", fam.name, name, err)
+		}
+		fmt.Fprintf(&out, "# Completed on %s\n", now)
+	}
+	return out.String(), nil
+}
+
+// legacyTables lists the family's tables in use, as the kernel tells.
+func legacyTables(fam *xtFamily) ([]string, error) {
+	f, err := os.Open("/proc/thread-self/net/" + fam.procNames)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("iptables: %s: %w", fam.name, ErrNoLegacy)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("iptables: listing the legacy tables: %w", err)
+	}
+	defer f.Close()
+	var names []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if n := strings.TrimSpace(sc.Text()); n != "" {
+			names = append(names, n)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("iptables: listing the legacy tables: %w", err)
+	}
+	return names, nil
+}
+
+// tableInfo is what the kernel tells of a table before its entries: where
+// each built-in chain starts (hookEntry) and ends (underflow, its policy).
+type tableInfo struct {
+	validHooks uint32
+	hookEntry  [5]uint32
+	underflow  [5]uint32
+	entries    uint32
+	size       uint32
+}
+
+// getEntries reads a table's entries into memory mapped for them (the
+// caller unmaps it; the entries start at getEntriesHead): a large table's
+// entries are a hundred megabytes or more, which the kernel writes once
+// and the reader reads once, so they are neither cleared first nor left
+// to the garbage collector. The table may change between asking its size
+// and its entries (the kernel then refuses the second with EAGAIN): it
+// asks again, a few times.
+func getEntries(fd int, fam *xtFamily, name string) ([]byte, tableInfo, error) {
+	var info tableInfo
+	if len(name) >= tableNameLen {
+		return nil, info, fmt.Errorf("iptables: table name %q is too long", name)
+	}
+	for range readAttempts {
+		ib := make([]byte, getInfoSize)
+		copy(ib, name)
+		if err := getsockopt(fd, fam.level, soGetInfo, ib); err != nil {
+			return nil, info, fmt.Errorf("iptables: %s table %s: asking its size: %w", fam.name, name, err)
+		}
+		info = tableInfo{validHooks: ne.Uint32(ib[32:])}
+		for h := range 5 {
+			info.hookEntry[h] = ne.Uint32(ib[36+4*h:])
+			info.underflow[h] = ne.Uint32(ib[56+4*h:])
+		}
+		info.entries, info.size = ne.Uint32(ib[76:]), ne.Uint32(ib[80:])
+		eb, err := unix.Mmap(-1, 0, getEntriesHead+int(info.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+		if err != nil {
+			return nil, info, fmt.Errorf("iptables: %s table %s: %d bytes for its entries: %w", fam.name, name, info.size, err)
+		}
+		copy(eb, name)
+		ne.PutUint32(eb[32:], info.size)
+		err = getsockopt(fd, fam.level, soGetEntries, eb)
+		if err == nil {
+			return eb, info, nil
+		}
+		unix.Munmap(eb)
+		if !errors.Is(err, unix.EAGAIN) {
+			return nil, info, fmt.Errorf("iptables: %s table %s: reading its entries: %w", fam.name, name, err)
+		}
+	}
+	return nil, info, fmt.Errorf("iptables: %s table %s changed during each of %d reads", fam.name, name, readAttempts)
+}
+
+// getsockopt asks an x_tables option, with buf both the question and the
+// answer.
+func getsockopt(fd, level, opt int, buf []byte) error {
+	n := uint32(len(buf))
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt),
+		uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

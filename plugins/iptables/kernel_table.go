@@ -1,0 +1,417 @@
+package iptables
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+)
+
+// ErrNotTranslated marks kernel state the legacy reader does not print as
+// iptables-save would: iptables-legacy-save must read it.
+var ErrNotTranslated = errors.New("not translated")
+
+// ne is the byte order of x_tables' own numbers (addresses and NAT ports
+// are in network order).
+var ne = binary.NativeEndian
+
+// xtFamily is the layout of one family's x_tables entries
+// (struct ipt_entry, struct ip6t_entry) and where its tables are listed.
+type xtFamily struct {
+	name      string
+	af, level int
+	procNames string
+	addrLen   int
+	// offsets in an entry
+	iniface, proto, flags, invflags, targetOffset, nextOffset, counters int
+	entrySize                                                           int
+	gotoFlag, fragFlag                                                  byte
+}
+
+// xtFamilies are the families' layouts, from linux/netfilter_ipv4/ip_tables.h
+// and linux/netfilter_ipv6/ip6_tables.h.
+var xtFamilies = map[string]*xtFamily{
+	famIPv4: {name: famIPv4, af: 2 /* AF_INET */, level: 0 /* SOL_IP */, procNames: "ip_tables_names", addrLen: 4,
+		iniface: 16, proto: 80, flags: 82, invflags: 83, targetOffset: 88, nextOffset: 90, counters: 96, entrySize: 112,
+		gotoFlag: 0x02, fragFlag: 0x01},
+	famIPv6: {name: famIPv6, af: 10 /* AF_INET6 */, level: 41 /* SOL_IPV6 */, procNames: "ip6_tables_names", addrLen: 16,
+		iniface: 64, proto: 128, flags: 131, invflags: 132, targetOffset: 140, nextOffset: 142, counters: 152, entrySize: 168,
+		gotoFlag: 0x04},
+}
+
+// The entry's inverse flags (IPT_INV_*, IP6T_INV_* share them).
+const (
+	invViaIn  = 0x01
+	invViaOut = 0x02
+	invSrcIP  = 0x08
+	invDstIP  = 0x10
+	invFrag   = 0x20
+	invProto  = 0x40
+)
+
+// hookNames are the built-in chains by hook number.
+var hookNames = [5]string{"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"}
+
+// xtEntry is one entry of a table's blob.
+type xtEntry struct {
+	off    uint32
+	e      []byte // the whole entry
+	target []byte // its target: header and data
+}
+
+func (x xtEntry) targetName() string { return cString(x.target[2:31]) }
+
+// isTarget tells whether the entry's target is the one named, without
+// making a string of its name.
+func (x xtEntry) isTarget(name string) bool {
+	n := x.target[2:31]
+	return len(name) < len(n) && string(n[:len(name)]) == name && n[len(name)] == 0
+}
+
+// xtChain is a chain of the blob: its entries, the last of which is its
+// policy (a built-in chain's verdict, a user chain's RETURN).
+type xtChain struct {
+	name    string
+	builtin bool
+	head    uint32 // offset of its first entry (a user chain's ERROR entry)
+	foot    uint32 // offset of its policy entry
+	entries []xtEntry
+}
+
+// printTable prints a table's blob as iptables-legacy-save does: its
+// chains (built-in ones in the kernel's order, then the others by name),
+// each with its policy and counters, then their rules.
+func printTable(out *bytes.Buffer, fam *xtFamily, name string, blob []byte, info tableInfo) error {
+	chains, err := splitChains(fam, blob, info)
+	if err != nil {
+		return err
+	}
+	order := make([]*xtChain, 0, len(chains))
+	var user []*xtChain
+	for _, c := range chains {
+		if c.builtin {
+			order = append(order, c)
+		} else {
+			user = append(user, c)
+		}
+	}
+	sort.SliceStable(user, func(i, j int) bool { return user[i].name < user[j].name })
+	order = append(order, user...)
+	// Jumps name their chain by an offset inside it; user chains are in
+	// the blob's order, which is the order of their offsets.
+	jumps := jumpTargets(chains)
+	names := names{}
+
+	out.WriteString("*" + name + "\n")
+	b := make([]byte, 0, 512)
+	for _, c := range order {
+		b = append(b[:0], ':')
+		b = append(b, c.name...)
+		if !c.builtin {
+			b = append(b, " - [0:0]\n"...)
+		} else {
+			pol := c.entries[len(c.entries)-1]
+			v, err := standardVerdict(pol)
+			if err != nil {
+				return fmt.Errorf("chain %s: policy at offset %d: %w", c.name, pol.off, err)
+			}
+			b = append(b, ' ')
+			b = append(b, v...)
+			b = append(b, " ["...)
+			b = strconv.AppendUint(b, ne.Uint64(pol.e[fam.counters:]), 10)
+			b = append(b, ':')
+			b = strconv.AppendUint(b, ne.Uint64(pol.e[fam.counters+8:]), 10)
+			b = append(b, "]\n"...)
+		}
+		out.Write(b)
+	}
+	for _, c := range order {
+		rules := c.entries[:len(c.entries)-1]
+		if !c.builtin {
+			rules = rules[1:] // the ERROR entry that names it
+		}
+		for _, r := range rules {
+			var err error
+			if b, err = appendRule(b[:0], fam, c.name, r, jumps, names); err != nil {
+				return fmt.Errorf("chain %s: rule at offset %d: %w", c.name, r.off, err)
+			}
+			out.Write(b)
+		}
+	}
+	out.WriteString("COMMIT\n")
+	return nil
+}
+
+// splitChains cuts the blob into its entries and chains: a built-in chain
+// starts at its hook's entry, a user chain at an ERROR entry naming it,
+// and the last entry (an ERROR entry) ends the table.
+func splitChains(fam *xtFamily, blob []byte, info tableInfo) ([]*xtChain, error) {
+	var chains []*xtChain
+	var cur *xtChain
+	for off := uint32(0); off < uint32(len(blob)); {
+		if len(blob)-int(off) < fam.entrySize {
+			return nil, fmt.Errorf("entry at offset %d: %d bytes left, an entry needs %d", off, len(blob)-int(off), fam.entrySize)
+		}
+		e := blob[off:]
+		tOff, next := uint32(ne.Uint16(e[fam.targetOffset:])), uint32(ne.Uint16(e[fam.nextOffset:]))
+		switch {
+		case next < uint32(fam.entrySize) || off+next > uint32(len(blob)):
+			return nil, fmt.Errorf("entry at offset %d: its size %d runs out of the table (%d bytes)", off, next, len(blob))
+		case tOff < uint32(fam.entrySize) || tOff+32 > next:
+			return nil, fmt.Errorf("entry at offset %d: its target at %d is outside it (%d bytes)", off, tOff, next)
+		}
+		e = e[:next]
+		x := xtEntry{off: off, e: e, target: e[tOff:]}
+		if ts := int(ne.Uint16(x.target)); ts < 32 || ts > len(x.target) {
+			return nil, fmt.Errorf("entry at offset %d: its target's size %d is wrong", off, ts)
+		} else {
+			x.target = x.target[:ts]
+		}
+		last := off+next == uint32(len(blob))
+		if last {
+			if !x.isTarget("ERROR") {
+				return nil, fmt.Errorf("the table's last entry (offset %d) is not its end (ERROR)", off)
+			}
+			break
+		}
+		if x.isTarget("ERROR") {
+			cur = &xtChain{name: cString(x.target[32:]), head: off}
+			chains = append(chains, cur)
+		} else if h := hookAt(info, off); h >= 0 {
+			cur = &xtChain{name: hookNames[h], builtin: true, head: off}
+			chains = append(chains, cur)
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("entry at offset %d belongs to no chain", off)
+		}
+		cur.entries = append(cur.entries, x)
+		cur.foot = off
+		off += next
+	}
+	for _, c := range chains {
+		if n := len(c.entries); n == 0 || (!c.builtin && n < 2) {
+			return nil, fmt.Errorf("chain %s has no policy entry", c.name)
+		}
+	}
+	return chains, nil
+}
+
+// hookAt is the hook whose built-in chain starts at off, or -1.
+func hookAt(info tableInfo, off uint32) int {
+	for h := range hookNames {
+		if info.validHooks&(1<<h) != 0 && info.hookEntry[h] == off {
+			return h
+		}
+	}
+	return -1
+}
+
+// jumpTargets finds the user chain a jump's offset lands in.
+type jumpTargets []*xtChain
+
+func (j jumpTargets) at(off uint32) (string, bool) {
+	i := sort.Search(len(j), func(i int) bool { return j[i].foot >= off })
+	if i < len(j) && !j[i].builtin && j[i].head <= off {
+		return j[i].name, true
+	}
+	return "", false
+}
+
+// standardVerdict is a standard target's verdict, by name.
+func standardVerdict(x xtEntry) (string, error) {
+	if !x.isTarget("") || len(x.target) < 36 {
+		return "", fmt.Errorf("not a standard target (%q)", x.targetName())
+	}
+	switch v := int32(ne.Uint32(x.target[32:])); v {
+	case -1:
+		return "DROP", nil
+	case -2:
+		return "ACCEPT", nil
+	case -4:
+		return "QUEUE", nil
+	case -5:
+		return "RETURN", nil
+	default:
+		return "", fmt.Errorf("verdict %d", v)
+	}
+}
+
+// appendRule appends the rule as iptables-save prints it: "-A chain", the
+// entry's addresses, interfaces, protocol and fragment flag, its matches,
+// its target.
+func appendRule(b []byte, fam *xtFamily, chain string, x xtEntry, jumps jumpTargets, names names) ([]byte, error) {
+	e := x.e
+	inv := e[fam.invflags]
+	b = append(b, "-A "...)
+	b = append(b, chain...)
+	b = appendAddr(b, fam, 's', e[0:], e[2*fam.addrLen:], inv&invSrcIP != 0)
+	b = appendAddr(b, fam, 'd', e[fam.addrLen:], e[3*fam.addrLen:], inv&invDstIP != 0)
+	b = appendIface(b, 'i', cString(e[fam.iniface:fam.iniface+16]), inv&invViaIn != 0)
+	b = appendIface(b, 'o', cString(e[fam.iniface+16:fam.iniface+32]), inv&invViaOut != 0)
+	if p := ne.Uint16(e[fam.proto:]); p > 0 {
+		if inv&invProto != 0 {
+			b = append(b, " !"...)
+		}
+		name, ok := protoNames[p]
+		if !ok {
+			return nil, fmt.Errorf("protocol %d: %w", p, ErrNotTranslated)
+		}
+		b = append(b, " -p "...)
+		b = append(b, name...)
+	}
+	if fam.fragFlag != 0 && e[fam.flags]&fam.fragFlag != 0 {
+		if inv&invFrag != 0 {
+			b = append(b, " !"...)
+		}
+		b = append(b, " -f"...)
+	}
+	tOff := ne.Uint16(e[fam.targetOffset:])
+	for m := e[fam.entrySize:tOff]; len(m) > 0; {
+		size := int(ne.Uint16(m))
+		if size < 32 || size > len(m) {
+			return nil, fmt.Errorf("a match's size %d is wrong", size)
+		}
+		var err error
+		if b, err = appendMatch(b, fam, names.of(m[2:31]), m[31], m[32:size]); err != nil {
+			return nil, err
+		}
+		m = m[size:]
+	}
+	name := names.of(x.target[2:31])
+	switch name {
+	case "":
+		v := int32(ne.Uint32(x.target[32:]))
+		if v >= 0 {
+			if uint32(v) == x.off+uint32(len(e)) {
+				break // falls through to the next rule: no target
+			}
+			c, ok := jumps.at(uint32(v))
+			if !ok {
+				return nil, fmt.Errorf("a jump to offset %d, in no user chain", v)
+			}
+			b = appendJump(b, fam, e, c)
+			break
+		}
+		verdict, err := standardVerdict(x)
+		if err != nil {
+			return nil, err
+		}
+		b = appendJump(b, fam, e, verdict)
+	case "ERROR":
+		return nil, fmt.Errorf("an ERROR target inside a chain")
+	default:
+		b = append(b, " -j "...)
+		b = append(b, name...)
+		var err error
+		if b, err = appendTarget(b, fam, name, x.target[31], x.target[32:]); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '\n'), nil
+}
+
+// appendJump appends a jump, or a goto where the entry says so.
+func appendJump(b []byte, fam *xtFamily, e []byte, chain string) []byte {
+	if e[fam.flags]&fam.gotoFlag != 0 {
+		b = append(b, " -g "...)
+	} else {
+		b = append(b, " -j "...)
+	}
+	return append(b, chain...)
+}
+
+// protoNames are the protocols iptables-save prints by name.
+var protoNames = map[uint16]string{6: "tcp", 132: "sctp", 17: "udp", 136: "udplite", 1: "icmp",
+	58: "ipv6-icmp", 50: "esp", 51: "ah", 135: "mobility-header", 33: "dccp", 108: "ipcomp"}
+
+// appendAddr appends "-s addr/mask" (or -d), as iptables-save: nothing
+// for any address, the mask as a length where it is a prefix.
+func appendAddr(b []byte, fam *xtFamily, letter byte, addr, mask []byte, invert bool) []byte {
+	a, _ := netip.AddrFromSlice(addr[:fam.addrLen])
+	m, _ := netip.AddrFromSlice(mask[:fam.addrLen])
+	bits := prefixLen(mask[:fam.addrLen])
+	if fam.addrLen == 4 {
+		if m.IsUnspecified() && a.IsUnspecified() && !invert {
+			return b
+		}
+	} else if bits == 0 && !invert {
+		return b
+	}
+	if invert {
+		b = append(b, " !"...)
+	}
+	b = append(b, " -"...)
+	b = append(b, letter, ' ')
+	b = a.AppendTo(b)
+	b = append(b, '/')
+	if bits < 0 {
+		return m.AppendTo(b)
+	}
+	return strconv.AppendInt(b, int64(bits), 10)
+}
+
+// prefixLen is the length of the prefix a mask is, or -1.
+func prefixLen(mask []byte) int {
+	n := 0
+	for i, c := range mask {
+		if c == 0xff {
+			n += 8
+			continue
+		}
+		ones := 0
+		for c&0x80 != 0 {
+			ones++
+			c <<= 1
+		}
+		if c != 0 {
+			return -1
+		}
+		for _, r := range mask[i+1:] {
+			if r != 0 {
+				return -1
+			}
+		}
+		return n + ones
+	}
+	return n
+}
+
+// appendIface appends "-i name" (or -o): nothing for any interface ("+").
+func appendIface(b []byte, letter byte, name string, invert bool) []byte {
+	if name == "" || (name == "+" && !invert) {
+		return b
+	}
+	if invert {
+		b = append(b, " !"...)
+	}
+	b = append(b, " -"...)
+	b = append(b, letter, ' ')
+	return append(b, name...)
+}
+
+// names are the extensions' names met in a table, made strings once.
+type names map[string]string
+
+// of is the NUL-terminated name at the start of b.
+func (n names) of(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if s, ok := n[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	n[s] = s
+	return s
+}
+
+// cString is the NUL-terminated string at the start of b.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}

@@ -1,0 +1,33 @@
+package iptables
+
+import (
+	"fmt"
+
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+var _ dataplane.KernelReader = Loader{}
+
+// LegacySource names a dump read from the legacy tables by ReadLegacy.
+const LegacySource = "x_tables (getsockopt)"
+
+// ReadKernel reads the legacy backend's tables of the family the collector
+// dumps (ReadLegacy) for iptables-legacy-save: the kernel hands them over
+// at once, where the tool takes several times as long to print them. The
+// nf_tables backend is left to its tool.
+func (Loader) ReadKernel(collector, backend string) (snapshot.Dump, error) {
+	if backend != "legacy" || (collector != snapshot.CollectorIPTablesSave && collector != snapshot.CollectorIP6TablesSave) {
+		return snapshot.Dump{}, fmt.Errorf("iptables: no kernel read stands for %s (%s)", collector, backend)
+	}
+	d := snapshot.Dump{Collector: collector, Family: famIPv4, Backend: backend}
+	if collector == snapshot.CollectorIP6TablesSave {
+		d.Family = famIPv6
+	}
+	text, err := ReadLegacy(0, d.Family)
+	if err != nil {
+		return d, err
+	}
+	d.Origin, d.Text = LegacySource, text
+	return d, nil
+}
