@@ -42,17 +42,7 @@ func TestLocalCollectRealKernel(t *testing.T) {
 	requireTools(t, "ip", "iptables-nft-restore", "iptables-legacy")
 	ns := netns(t)
 	bin := buildBinary(t)
-	dump, err := os.ReadFile(fixture + "node1.iptables-save.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// nfacct counters are objects kube-proxy creates first; without the
-	// nfacct tool the restore cannot, so those matches (which match every
-	// packet) are left out.
-	rules := regexp.MustCompile(` -m nfacct --nfacct-name +\S+`).ReplaceAllString(string(dump), "")
-	if out, code := inNetns(t, ns, rules, "iptables-nft-restore"); code != 0 {
-		t.Fatalf("iptables-nft-restore: exit %d: %s", code, out)
-	}
+	restoreNode1(t, ns, "iptables-nft-restore")
 	out, code := inNetns(t, ns, "", bin, "drift", "--local", "--node", "node1", "--objects", fixture+"objects.yaml", "--kube-proxy-metrics-address", "127.0.0.1:1")
 	if code != 0 {
 		t.Fatalf("drift --local on the restored rules: exit %d:\n%s", code, out)
@@ -92,23 +82,9 @@ func TestLocalNFTablesRead(t *testing.T) {
 	if out, code := inNetns(t, ns, string(rules), "nft", "-f", "-"); code != 0 {
 		t.Fatalf("nft -f: exit %d: %s", code, out)
 	}
-	origin := func(env ...string) string {
+	origin := func() string {
 		t.Helper()
-		snap := filepath.Join(t.TempDir(), "local.snap")
-		argv := append(append([]string{"env"}, env...), bin, "collect", "--local", "--node", "node2", "--objects", fix+"objects.yaml",
-			"--kube-proxy-metrics-address", "127.0.0.1:1", "-f", snap)
-		if out, code := inNetns(t, ns, "", argv...); code != 0 {
-			t.Fatalf("collect --local: exit %d: %s", code, out)
-		}
-		out, code := inNetns(t, ns, "", bin, "explain", "shop/cart", "--snapshot", snap)
-		if code != 0 || !strings.Contains(out, "10.244.1.21:8080") {
-			t.Fatalf("explain on the local snapshot: exit %d:\n%s", code, out)
-		}
-		b, err := os.ReadFile(snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+		return collectExplained(t, ns, bin, "node2", "shop/cart", func(out string) bool { return strings.Contains(out, "10.244.1.21:8080") })
 	}
 	if s := origin(); !strings.Contains(s, `"origin":"nf_tables (netlink)"`) {
 		t.Errorf("kube-proxy's ruleset was not read over netlink")
@@ -152,33 +128,14 @@ func TestLocalLegacyRead(t *testing.T) {
 	requireTools(t, "ip", "iptables-legacy-restore", "iptables-legacy", "iptables-legacy-save")
 	ns := netns(t)
 	bin := buildBinary(t)
-	dump, err := os.ReadFile(fixture + "node1.iptables-save.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules := regexp.MustCompile(` -m nfacct --nfacct-name +\S+`).ReplaceAllString(string(dump), "")
-	if out, code := inNetns(t, ns, rules, "iptables-legacy-restore"); code != 0 {
-		t.Fatalf("iptables-legacy-restore: exit %d: %s", code, out)
-	}
+	restoreNode1(t, ns, "iptables-legacy-restore")
 	args := []string{"--node", "node1", "--objects", fixture + "objects.yaml", "--kube-proxy-metrics-address", "127.0.0.1:1"}
 	if out, code := inNetns(t, ns, "", append([]string{bin, "drift", "--local"}, args...)...); code != 0 {
 		t.Fatalf("drift --local on the restored rules: exit %d:\n%s", code, out)
 	}
 	origin := func() string {
 		t.Helper()
-		snap := filepath.Join(t.TempDir(), "local.snap")
-		if out, code := inNetns(t, ns, "", append([]string{bin, "collect", "--local", "-f", snap}, args...)...); code != 0 {
-			t.Fatalf("collect --local: exit %d: %s", code, out)
-		}
-		out, code := inNetns(t, ns, "", bin, "explain", "default/nginx", "--snapshot", snap)
-		if code != 0 || strings.Count(out, "1/3   10.244.") != 3 {
-			t.Fatalf("explain on the local snapshot: exit %d:\n%s", code, out)
-		}
-		b, err := os.ReadFile(snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+		return collectExplained(t, ns, bin, "node1", "default/nginx", func(out string) bool { return strings.Count(out, "1/3   10.244.") == 3 })
 	}
 	if s := origin(); !strings.Contains(s, `"origin":"x_tables (getsockopt)"`) {
 		t.Errorf("kube-proxy's legacy tables were not read from the kernel")
@@ -188,5 +145,43 @@ func TestLocalLegacyRead(t *testing.T) {
 	}
 	if s := origin(); !strings.Contains(s, `"origin":"iptables-legacy-save"`) {
 		t.Errorf("tables the reader does not print were not read with iptables-legacy-save")
+	}
+}
+
+// collectExplained runs collect --local for the node in the namespace,
+// checks that explain of the Service on the snapshot it wrote answers as
+// explained says, and returns the snapshot's bytes.
+func collectExplained(t *testing.T, ns, bin, node, service string, explained func(out string) bool) string {
+	t.Helper()
+	snap := filepath.Join(t.TempDir(), "local.snap")
+	if out, code := inNetns(t, ns, "", bin, "collect", "--local", "--node", node, "--objects", fixture+"objects.yaml",
+		"--kube-proxy-metrics-address", "127.0.0.1:1", "-f", snap); code != 0 {
+		t.Fatalf("collect --local: exit %d: %s", code, out)
+	}
+	out, code := inNetns(t, ns, "", bin, "explain", service, "--snapshot", snap)
+	if code != 0 || !explained(out) {
+		t.Fatalf("explain %s on the local snapshot: exit %d:\n%s", service, code, out)
+	}
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// restoreNode1 loads the captured kube-proxy rules of node1 into the
+// namespace with restore (iptables-nft-restore, iptables-legacy-restore).
+func restoreNode1(t *testing.T, ns, restore string) {
+	t.Helper()
+	dump, err := os.ReadFile(fixture + "node1.iptables-save.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// nfacct counters are objects kube-proxy creates first; without the
+	// nfacct tool the restore cannot, so those matches (which match every
+	// packet) are left out.
+	rules := regexp.MustCompile(` -m nfacct --nfacct-name +\S+`).ReplaceAllString(string(dump), "")
+	if out, code := inNetns(t, ns, rules, restore); code != 0 {
+		t.Fatalf("%s: exit %d: %s", restore, code, out)
 	}
 }
