@@ -155,6 +155,16 @@ type Walker interface {
 	WalkWith(Packet, WalkOptions) []Branch
 }
 
+// ScopedWalker is a Walker that can keep what the walks of one frontend
+// read of the state only while they last: on a node of ten thousand
+// Services, the state each Service's walks read (its chains, parsed)
+// would otherwise all be kept until the end. Scope returns the walker of
+// one frontend's walks, safe for one goroutine, and what ends the scope.
+type ScopedWalker interface {
+	Walker
+	Scope() (Walker, func())
+}
+
 // WalkOptions narrow a walk to the answer a caller needs, so that a node
 // with thousands of frontends is not walked in full detail for questions
 // about one backend or one verdict.

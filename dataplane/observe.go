@@ -390,6 +390,14 @@ func (w *walks) walk(p Packet, o WalkOptions) []Branch {
 	return br
 }
 
+// scope is the walker of one frontend's walks (see ScopedWalker).
+func scope(w Walker) (Walker, func()) {
+	if sw, ok := w.(ScopedWalker); ok {
+		return sw.Scope()
+	}
+	return w, func() {}
+}
+
 // observeAll observes the frontends on every CPU: each frontend's walks
 // are independent, and a plane's walker and Describe are safe for
 // concurrent use.
@@ -403,7 +411,9 @@ func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.P
 				if i >= len(order) {
 					return
 				}
-				observeFrontend(newWalks(w), describe, env, keys[order[i]], space)
+				fw, done := scope(w)
+				observeFrontend(newWalks(fw), describe, env, keys[order[i]], space)
+				done()
 			}
 		})
 	}

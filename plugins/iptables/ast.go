@@ -32,6 +32,10 @@ type Ruleset struct {
 	// facts, for a ruleset read with its dump's digest, answer the
 	// questions about the whole dump (see digest.go); nil otherwise.
 	facts *dumpFacts
+	// rest, for a full read, are its per-Service chains, parsed by the
+	// walks that enter them; checkRest parses those no walk did.
+	rest     []*Chain
+	restOnce sync.Once
 }
 
 // Note is something a reader of the dump should know, tied to a line.

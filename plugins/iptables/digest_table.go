@@ -217,7 +217,7 @@ func (d *tableDigest) chain(i int) *Chain {
 			c.Policy = text[off : off+n]
 		}
 	}
-	l := &lazyChain{state: d.lz, table: d.t, tableLine: d.tableLine}
+	l := &lazyChain{state: d.lz, table: d.t, tableLine: d.tableLine, transient: perServiceChain(c.Name)}
 	n, a, b := d.field(i, recCount), d.field(i, recA), d.field(i, recB)
 	switch d.field(i, recKind) {
 	case linesNone:

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -33,6 +34,9 @@ type lazyState struct {
 	// twice (by Infer, then for its chain).
 	noted map[int]bool
 	err   error
+	// inOrder is the error of a read of the whole dump in order, which a
+	// full read gives in place of err (see Err).
+	inOrder error
 }
 
 // lazyLine is one rule line kept for later: col is where its command (-A)
@@ -50,6 +54,12 @@ type lazyChain struct {
 	table     *Table
 	tableLine int
 	lines     []lazyLine
+	// transient is a per-Service chain (perServiceChain): a walk scope
+	// (Walker.Scope) parses it for the walks of one frontend and keeps
+	// its rules only while they last. parsed tells that its lines were
+	// parsed once, in a scope or for good (see Ruleset.checkRest).
+	transient bool
+	parsed    atomic.Bool
 	// run, for a chain read with a digest, is where its lines lie, one
 	// after the other: they are found there when first needed (kept).
 	run     *lineRun
@@ -150,6 +160,7 @@ func (p *dumpParser) deferRule(line string, i, n int) error {
 	if c.lazy == nil {
 		c.lazy = p.lazySlab.alloc()
 		c.lazy.state, c.lazy.table, c.lazy.tableLine = p.lazy, p.table, p.tableLine
+		c.lazy.transient = perServiceChain(name)
 	}
 	p.appendLine(c.lazy, lazyLine{text: line, n: int32(n), col: int32(i)})
 	return nil
@@ -222,6 +233,7 @@ func (l *lazyChain) parse(c *Chain) {
 
 // parseWith parses the chain's kept lines with p, which keeps their notes.
 func (l *lazyChain) parseWith(p *dumpParser, c *Chain) {
+	l.parsed.Store(true)
 	for _, ln := range l.kept() {
 		r, err := p.ruleOf(ln, c.Name)
 		if err != nil {
@@ -230,6 +242,35 @@ func (l *lazyChain) parseWith(p *dumpParser, c *Chain) {
 		}
 		p.appendRule(c, r)
 	}
+}
+
+// rulesFor parses the chain's kept lines with p into rules of their own,
+// not the chain's: a walk scope's copy (see walkScope).
+func (l *lazyChain) rulesFor(p *dumpParser, c *Chain) []*Rule {
+	l.parsed.Store(true)
+	lines := l.kept()
+	out := make([]*Rule, 0, len(lines))
+	for _, ln := range lines {
+		r, err := p.ruleOf(ln, c.Name)
+		if err != nil {
+			l.state.fail(err)
+			break
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// perServiceChain tells the chains kube-proxy writes for one Service (or
+// one of its endpoints): each is read by the walks of that Service's
+// frontends alone, so a walk scope parses them and lets them go after.
+func perServiceChain(name string) bool {
+	for _, p := range []string{"KUBE-SVC-", "KUBE-SEP-", "KUBE-EXT-", "KUBE-SVL-", "KUBE-FW-", "KUBE-XLB-"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseAll parses chains, which have not been used yet, with one parser
@@ -276,11 +317,22 @@ func (st *lazyState) addNotes(notes []Note) {
 }
 
 // Err is the first error found in a rule line parsed after a lazy read
-// (nil: none, or the ruleset was read in full).
+// (nil: none, or the ruleset was read in full). For a full read whose
+// per-Service chains were left to the walks, it is the error a read in
+// order gives: the dump's first.
 func (rs *Ruleset) Err() error {
+	rs.checkRest()
 	for _, st := range rs.lazy {
 		st.mu.Lock()
 		err := st.err
+		if err != nil && rs.rest != nil {
+			if st.inOrder == nil {
+				_, st.inOrder = ParseString(st.src, st.text, st.opts)
+			}
+			if st.inOrder != nil {
+				err = st.inOrder
+			}
+		}
 		st.mu.Unlock()
 		switch {
 		case err == nil:
@@ -296,6 +348,7 @@ func (rs *Ruleset) Err() error {
 // AllNotes are the ruleset's notes and, for a lazy read, those of the
 // lines parsed since, by line.
 func (rs *Ruleset) AllNotes() []Note {
+	rs.checkRest()
 	var late []Note
 	for _, st := range rs.lazy {
 		st.mu.Lock()
@@ -305,8 +358,30 @@ func (rs *Ruleset) AllNotes() []Note {
 	if len(late) == 0 {
 		return rs.Notes
 	}
+	if rs.rest != nil {
+		// A full read: its notes are the lines', in order.
+		return byLine(late, rs.Notes)
+	}
 	slices.SortStableFunc(late, func(a, b Note) int { return a.Line - b.Line })
 	return append(slices.Clip(rs.Notes), late...)
+}
+
+// checkRest parses, once, the per-Service chains of a full read that no
+// walk parsed (a chain nothing jumps to), keeping none of their rules: a
+// full read answers for every line of its dump, its errors and notes.
+func (rs *Ruleset) checkRest() {
+	if rs.rest == nil {
+		return
+	}
+	rs.restOnce.Do(func() {
+		var rp reparser
+		defer rp.flush()
+		for _, c := range rs.rest {
+			if l := c.lazy; !l.parsed.Load() {
+				l.rulesFor(rp.parser(l), c)
+			}
+		}
+	})
 }
 
 // reparser parses kept lines outside their chain's first use (a check

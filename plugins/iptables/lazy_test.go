@@ -259,11 +259,14 @@ func FuzzLazy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		full, fullErr := ParseString("fuzz", text, ParseOptions{Family: "IPv4"})
 		par, parErr := parseParallel("fuzz", text, ParseOptions{Family: "IPv4"}, 0)
+		if parErr == nil {
+			parErr = par.Err()
+		}
 		if (parErr == nil) != (fullErr == nil) || parErr != nil && parErr.Error() != fullErr.Error() {
 			t.Fatalf("parallel read: %v; full read: %v", parErr, fullErr)
 		}
-		if fullErr == nil && !reflect.DeepEqual(par.Notes, full.Notes) {
-			t.Fatalf("parallel read's notes\n got %v\nwant %v", par.Notes, full.Notes)
+		if fullErr == nil && !reflect.DeepEqual(par.AllNotes(), full.Notes) {
+			t.Fatalf("parallel read's notes\n got %v\nwant %v", par.AllNotes(), full.Notes)
 		}
 		lazy, err := parseLazy("fuzz", text, ParseOptions{Family: "IPv4"})
 		if err != nil {
@@ -317,14 +320,19 @@ func TestParseParallel(t *testing.T) {
 		opts := ParseOptions{Family: "IPv4"}
 		full, fullErr := ParseString(name, text, opts)
 		par, err := parseParallel(name, text, opts, 0)
+		if err == nil {
+			// The per-Service chains are parsed by walks, the rest when
+			// the read's error or notes are asked.
+			err = par.Err()
+		}
 		if fullErr != nil || err != nil {
 			if fullErr == nil || err == nil || err.Error() != fullErr.Error() {
 				t.Errorf("%s: error %v, want %v", name, err, fullErr)
 			}
 			continue
 		}
-		if !reflect.DeepEqual(par.Notes, full.Notes) {
-			t.Errorf("%s: notes\n got %v\nwant %v", name, par.Notes, full.Notes)
+		if !reflect.DeepEqual(par.AllNotes(), full.Notes) {
+			t.Errorf("%s: notes\n got %v\nwant %v", name, par.AllNotes(), full.Notes)
 		}
 		if par.Backend != full.Backend || par.Family != full.Family || !slices.Equal(par.TableOrder, full.TableOrder) || par.Err() != nil {
 			t.Fatalf("%s: ruleset differs", name)

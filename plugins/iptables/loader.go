@@ -150,6 +150,7 @@ func mergeRulesets(a, b *Ruleset) {
 	}
 	a.Notes = append(a.Notes, b.Notes...)
 	a.lazy = append(a.lazy, b.lazy...)
+	a.rest = append(a.rest, b.rest...)
 	// A digest's facts are of its one dump.
 	a.facts = nil
 }

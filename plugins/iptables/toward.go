@@ -19,7 +19,7 @@ func (w *Walker) elsewhere(s *state, c *Chain) bool {
 	if !s.opts.Toward.IsValid() {
 		return false
 	}
-	d := c.surelyTranslates()
+	d := c.surelyTranslates(s)
 	if d == nil || !d.matches(s.pkt) {
 		return false
 	}
@@ -46,10 +46,10 @@ func (t *translation) matches(p dataplane.Packet) bool {
 // do anything else with a packet: its last rule is a DNAT to an address
 // that matches on the protocol at most, and every rule before it lets the
 // packet go on (sets a mark, or jumps to a chain that only does that).
-// It is worked out on first use and kept.
-func (c *Chain) surelyTranslates() *translation {
+// It is worked out on first use, from the rules as s reads them, and kept.
+func (c *Chain) surelyTranslates(s *state) *translation {
 	c.transOnce.Do(func() {
-		rules := c.Rules()
+		rules := s.rules(c)
 		if len(rules) == 0 {
 			return
 		}
@@ -59,7 +59,7 @@ func (c *Chain) surelyTranslates() *translation {
 			return
 		}
 		for _, r := range rules[:len(rules)-1] {
-			if !passesOn(r, 0) {
+			if !passesOn(s, r, 0) {
 				return
 			}
 		}
@@ -95,7 +95,7 @@ func protocolOnly(r *Rule) (string, bool) {
 // passesOn reports whether a packet surely goes on to the next rule after
 // r, whether r matches or not: r marks it, or jumps to a chain whose rules
 // all do that (or return).
-func passesOn(r *Rule, depth int) bool {
+func passesOn(s *state, r *Rule, depth int) bool {
 	switch r.Target {
 	case "MARK", "LOG", "NFLOG":
 		return true
@@ -105,8 +105,8 @@ func passesOn(r *Rule, depth int) bool {
 	if r.jump == nil || r.Goto || depth > 4 {
 		return false
 	}
-	for _, sub := range r.jump.Rules() {
-		if sub.Target != "RETURN" && !passesOn(sub, depth+1) {
+	for _, sub := range s.rules(r.jump) {
+		if sub.Target != "RETURN" && !passesOn(s, sub, depth+1) {
 			return false
 		}
 	}

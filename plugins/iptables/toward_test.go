@@ -84,7 +84,7 @@ func TestTowardSameAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for chain, want := range map[string]bool{"KUBE-SEP-1": true, "KUBE-SEP-2": true, "KUBE-SEP-3": false, "KUBE-SEP-4": false, "KUBE-SVC-A": false} {
-		if got := rs.Chain("nat", chain).surelyTranslates() != nil; got != want {
+		if got := rs.Chain("nat", chain).surelyTranslates(&state{walk: &walkState{}}) != nil; got != want {
 			t.Errorf("%s: surely translates %v, want %v", chain, got, want)
 		}
 	}

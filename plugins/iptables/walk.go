@@ -81,6 +81,18 @@ type walkState struct {
 	// narrowed to one backend drops the branch to every other one at its
 	// DNAT, right after forking it.
 	spare *state
+	// scope, for a walk of a scoped walker, holds the per-Service chains
+	// its walks parsed (see Walker.Scope).
+	scope *walkScope
+}
+
+// rules are a chain's rules as this walk reads them: a per-Service chain
+// of a lazy read is parsed in the walk's scope, and kept there.
+func (s *state) rules(c *Chain) []*Rule {
+	if sc := s.walk.scope; sc != nil && c.lazy != nil && c.lazy.transient {
+		return sc.rules(c)
+	}
+	return c.Rules()
 }
 
 // fork copies a branch. srcTests is shared clipped to its length, so that
@@ -147,6 +159,8 @@ type Walker struct {
 	hooks map[dataplane.Hook]*hookChains
 	// branches are buffers for the branches of a walk (*[]Branch).
 	branches sync.Pool
+	// parsers parse the per-Service chains of walk scopes (*reparser).
+	parsers sync.Pool
 }
 
 // hookChains are a hook's built-in chain name (in capitals) and, for each
@@ -196,7 +210,12 @@ func (w *Walker) Walk(p Packet) []dataplane.Branch {
 
 // WalkWith is Walk narrowed by o.
 func (w *Walker) WalkWith(p Packet, o dataplane.WalkOptions) []dataplane.Branch {
-	start := &state{pkt: p, prob: 1, opts: &o, walk: &walkState{}}
+	return w.walkWith(p, o, nil)
+}
+
+// walkWith walks p, in the scope sc when it is set.
+func (w *Walker) walkWith(p Packet, o dataplane.WalkOptions, sc *walkScope) []dataplane.Branch {
+	start := &state{pkt: p, prob: 1, opts: &o, walk: &walkState{scope: sc}}
 	// The branches gather in a buffer the walker's walks share, and the
 	// walk keeps a copy of its own size: a slice grown by appending
 	// would be made and dropped several times over.
@@ -320,6 +339,10 @@ func (w *Walker) evalChain(s *state, table string, c *Chain, depth int) []result
 	if depth > 64 {
 		s.note("chain nesting deeper than 64 at %s/%s: walk stopped", table, c.Name)
 		return s.one(flowStop)
+	}
+	if sc := s.walk.scope; sc != nil && c.lazy != nil && c.lazy.transient {
+		// Not indexed: the index would keep the rules.
+		return w.evalRules(s, table, c, sc.rules(c), depth)
 	}
 	rules := c.Rules()
 	if idx := c.index(); idx != nil {
