@@ -4,7 +4,6 @@ package iptables
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -106,7 +105,9 @@ func readLegacy(fam *xtFamily) (string, error) {
 		return "", fmt.Errorf("iptables: opening a raw socket: %w", err)
 	}
 	defer unix.Close(fd)
-	var out bytes.Buffer
+	// A strings.Builder hands over its bytes without a copy: the text of a
+	// large node is tens of megabytes.
+	var out strings.Builder
 	out.Grow(1 << 16)
 	now := time.Now().Format("Mon Jan _2 15:04:05 2006")
 	for _, name := range names {
@@ -114,8 +115,9 @@ func readLegacy(fam *xtFamily) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		// The text is about a fifth of the entries.
-		out.Grow(len(blob) / 4)
+		// The text is about a quarter of the entries' size, a little more
+		// for kube-proxy's: room for it at once, not twice over as it grows.
+		out.Grow(len(blob) / 3)
 		fmt.Fprintf(&out, "# Read by svctrace from the kernel's legacy %s tables on %s\n", fam.name, now)
 		err = printTable(&out, fam, name, blob[getEntriesHead:], info)
 		unix.Munmap(blob)

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // ErrNotTranslated marks kernel state the legacy reader does not print as
@@ -78,13 +79,14 @@ type xtChain struct {
 	builtin bool
 	head    uint32 // offset of its first entry (a user chain's ERROR entry)
 	foot    uint32 // offset of its policy entry
+	// entries are a part of the table's entries (all in one array).
 	entries []xtEntry
 }
 
 // printTable prints a table's blob as iptables-legacy-save does: its
 // chains (built-in ones in the kernel's order, then the others by name),
 // each with its policy and counters, then their rules.
-func printTable(out *bytes.Buffer, fam *xtFamily, name string, blob []byte, info tableInfo) error {
+func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, info tableInfo) error {
 	chains, err := splitChains(fam, blob, info)
 	if err != nil {
 		return err
@@ -149,8 +151,14 @@ func printTable(out *bytes.Buffer, fam *xtFamily, name string, blob []byte, info
 // starts at its hook's entry, a user chain at an ERROR entry naming it,
 // and the last entry (an ERROR entry) ends the table.
 func splitChains(fam *xtFamily, blob []byte, info tableInfo) ([]*xtChain, error) {
+	// The entries of every chain in one array, the chains in another:
+	// a large table has half a million entries in a hundred thousand
+	// chains.
+	all := make([]xtEntry, 0, info.entries)
+	var store []xtChain
 	var chains []*xtChain
 	var cur *xtChain
+	start := 0
 	for off := uint32(0); off < uint32(len(blob)); {
 		if len(blob)-int(off) < fam.entrySize {
 			return nil, fmt.Errorf("entry at offset %d: %d bytes left, an entry needs %d", off, len(blob)-int(off), fam.entrySize)
@@ -177,19 +185,32 @@ func splitChains(fam *xtFamily, blob []byte, info tableInfo) ([]*xtChain, error)
 			}
 			break
 		}
-		if x.isTarget("ERROR") {
-			cur = &xtChain{name: cString(x.target[32:]), head: off}
-			chains = append(chains, cur)
-		} else if h := hookAt(info, off); h >= 0 {
-			cur = &xtChain{name: hookNames[h], builtin: true, head: off}
-			chains = append(chains, cur)
-		}
-		if cur == nil {
+		var c xtChain
+		switch h := hookAt(info, off); {
+		case x.isTarget("ERROR"):
+			c = xtChain{name: cString(x.target[32:]), head: off}
+		case h >= 0:
+			c = xtChain{name: hookNames[h], builtin: true, head: off}
+		case cur == nil:
 			return nil, fmt.Errorf("entry at offset %d belongs to no chain", off)
 		}
-		cur.entries = append(cur.entries, x)
+		if c.name != "" {
+			if cur != nil {
+				cur.entries = all[start:len(all):len(all)]
+			}
+			if len(store) == cap(store) {
+				store = make([]xtChain, 0, max(64, 2*cap(store)))
+			}
+			store = append(store, c)
+			cur, start = &store[len(store)-1], len(all)
+			chains = append(chains, cur)
+		}
+		all = append(all, x)
 		cur.foot = off
 		off += next
+	}
+	if cur != nil {
+		cur.entries = all[start:len(all):len(all)]
 	}
 	for _, c := range chains {
 		if n := len(c.entries); n == 0 || (!c.builtin && n < 2) {
@@ -249,8 +270,8 @@ func appendRule(b []byte, fam *xtFamily, chain string, x xtEntry, jumps jumpTarg
 	b = append(b, chain...)
 	b = appendAddr(b, fam, 's', e[0:], e[2*fam.addrLen:], inv&invSrcIP != 0)
 	b = appendAddr(b, fam, 'd', e[fam.addrLen:], e[3*fam.addrLen:], inv&invDstIP != 0)
-	b = appendIface(b, 'i', cString(e[fam.iniface:fam.iniface+16]), inv&invViaIn != 0)
-	b = appendIface(b, 'o', cString(e[fam.iniface+16:fam.iniface+32]), inv&invViaOut != 0)
+	b = appendIface(b, 'i', e[fam.iniface:fam.iniface+16], inv&invViaIn != 0)
+	b = appendIface(b, 'o', e[fam.iniface+16:fam.iniface+32], inv&invViaOut != 0)
 	if p := ne.Uint16(e[fam.proto:]); p > 0 {
 		if inv&invProto != 0 {
 			b = append(b, " !"...)
@@ -379,9 +400,14 @@ func prefixLen(mask []byte) int {
 	return n
 }
 
-// appendIface appends "-i name" (or -o): nothing for any interface ("+").
-func appendIface(b []byte, letter byte, name string, invert bool) []byte {
-	if name == "" || (name == "+" && !invert) {
+// appendIface appends "-i name" (or -o), the NUL-terminated name at the
+// start of field: nothing for any interface ("+").
+func appendIface(b []byte, letter byte, field []byte, invert bool) []byte {
+	name := field
+	if i := bytes.IndexByte(field, 0); i >= 0 {
+		name = field[:i]
+	}
+	if len(name) == 0 || (string(name) == "+" && !invert) {
 		return b
 	}
 	if invert {
