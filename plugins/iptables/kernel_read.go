@@ -152,16 +152,6 @@ func legacyTables(fam *xtFamily) ([]string, error) {
 	return names, nil
 }
 
-// tableInfo is what the kernel tells of a table before its entries: where
-// each built-in chain starts (hookEntry) and ends (underflow, its policy).
-type tableInfo struct {
-	validHooks uint32
-	hookEntry  [5]uint32
-	underflow  [5]uint32
-	entries    uint32
-	size       uint32
-}
-
 // getEntries reads a table's entries into memory mapped for them (the
 // caller unmaps it; the entries start at getEntriesHead): a large table's
 // entries are a hundred megabytes or more, which the kernel writes once

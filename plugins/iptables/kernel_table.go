@@ -53,6 +53,16 @@ const (
 	invProto  = 0x40
 )
 
+// tableInfo is what the kernel tells of a table before its entries: where
+// each built-in chain starts (hookEntry) and ends (underflow, its policy).
+type tableInfo struct {
+	validHooks uint32
+	hookEntry  [5]uint32
+	underflow  [5]uint32
+	entries    uint32
+	size       uint32
+}
+
 // hookNames are the built-in chains by hook number.
 var hookNames = [5]string{"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"}
 
