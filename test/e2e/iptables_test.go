@@ -182,6 +182,22 @@ func startMatrix(t *testing.T, mode, version string) *cluster {
 // zones are the nodes' zones, for the topology-hint case.
 var zones = map[string]string{"node1": "zone-a", "node2": "zone-b"}
 
+// relabelZones moves every node out of its zone and back, then waits for kube-proxy on
+// nodes to sync. A kube-proxy 1.36 started on a node that already has its zone label can
+// miss it (see TestModeSwitch) and spread topology-hinted Services over every zone until
+// the label changes: a check after a restart is then about that race, not about what the
+// restart repaired.
+func (c *cluster) relabelZones(t *testing.T, nodes ...string) {
+	t.Helper()
+	c.setZones(t, "-relabel")
+	c.setZones(t, "")
+	for _, n := range nodes {
+		if err := c.WaitSynced(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // setZones labels each node with its zone (plus suffix).
 func (c *cluster) setZones(t *testing.T, suffix string) {
 	t.Helper()

@@ -51,13 +51,7 @@ func TestModeSwitch(t *testing.T) {
 			t.Logf("%s right after the switch (the zone race above when only default/zoned): %q", n, fs)
 		}
 	}
-	c.setZones(t, "-relabel")
-	c.setZones(t, "")
-	for _, n := range nodes {
-		if err := c.WaitSynced(n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.relabelZones(t, nodes...)
 	t.Run("then nftables "+c.version, func(t *testing.T) {
 		for _, n := range nodes {
 			out, err := c.Exec(n, "iptables-save")
