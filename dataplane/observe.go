@@ -400,22 +400,47 @@ func scope(w Walker) (Walker, func()) {
 
 // observeAll observes the frontends on every CPU: each frontend's walks
 // are independent, and a plane's walker and Describe are safe for
-// concurrent use.
+// concurrent use. The frontends of one Service are observed together, in
+// one scope (see ScopedWalker): they walk the same chains.
 func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.ProbeSpace, keys map[behavior.Key]*behavior.Frontend, order []behavior.Key) {
+	groups := byService(keys, order)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(order)) {
+	for range min(runtime.GOMAXPROCS(0), len(groups)) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(order) {
+				if i >= len(groups) {
 					return
 				}
 				fw, done := scope(w)
-				observeFrontend(newWalks(fw), describe, env, keys[order[i]], space)
+				for _, f := range groups[i] {
+					observeFrontend(newWalks(fw), describe, env, f, space)
+				}
 				done()
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// byService groups the frontends by Service, in the order of their first
+// frontend; a frontend of no known Service is a group of its own.
+func byService(keys map[behavior.Key]*behavior.Frontend, order []behavior.Key) [][]*behavior.Frontend {
+	var groups [][]*behavior.Frontend
+	at := map[string]int{}
+	for _, k := range order {
+		f := keys[k]
+		if f.Service == "" {
+			groups = append(groups, []*behavior.Frontend{f})
+			continue
+		}
+		if i, ok := at[f.Service]; ok {
+			groups[i] = append(groups[i], f)
+			continue
+		}
+		at[f.Service] = len(groups)
+		groups = append(groups, []*behavior.Frontend{f})
+	}
+	return groups
 }

@@ -2,6 +2,10 @@ package dataplane
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -31,5 +35,70 @@ func TestSummarizeBackends(t *testing.T) {
 	}
 	if o := summarize([]Branch{{Probability: 1, Verdict: Reject, Reason: "no endpoints"}}, nil); o.Verdict != behavior.Reject || o.Backends != nil || o.Reason != "no endpoints" {
 		t.Errorf("rejected: %+v", o)
+	}
+}
+
+// scopeRecorder is a ScopedWalker that records which destinations each
+// scope's walks went to; every walk is rejected.
+type scopeRecorder struct {
+	mu     sync.Mutex
+	scopes []map[netip.Addr]bool
+}
+
+func (r *scopeRecorder) Walk(p Packet) []Branch { return r.WalkWith(p, WalkOptions{}) }
+
+func (r *scopeRecorder) WalkWith(Packet, WalkOptions) []Branch {
+	return []Branch{{Probability: 1, Verdict: Reject}}
+}
+
+func (r *scopeRecorder) Scope() (Walker, func()) {
+	seen := map[netip.Addr]bool{}
+	r.mu.Lock()
+	r.scopes = append(r.scopes, seen)
+	r.mu.Unlock()
+	return scoped{seen}, func() {}
+}
+
+type scoped struct{ seen map[netip.Addr]bool }
+
+func (s scoped) Walk(p Packet) []Branch { return s.WalkWith(p, WalkOptions{}) }
+
+func (s scoped) WalkWith(p Packet, _ WalkOptions) []Branch {
+	s.seen[p.Dst] = true
+	return []Branch{{Probability: 1, Verdict: Reject}}
+}
+
+// TestObserveScopesByService: the frontends of one Service port are
+// walked in one scope (they walk the same chains), each Service's in a
+// scope of its own, and a frontend of no known Service alone.
+func TestObserveScopesByService(t *testing.T) {
+	keys := map[behavior.Key]*behavior.Frontend{}
+	var order []behavior.Key
+	add := func(ip, svc string) {
+		k := behavior.Key{Kind: behavior.ClusterIP, IP: ip, Port: 80, Protocol: "TCP"}
+		keys[k] = &behavior.Frontend{Key: k, Service: svc}
+		order = append(order, k)
+	}
+	add("10.96.0.1", "a/x:http")
+	add("10.96.0.2", "b/y:http")
+	add("10.96.0.3", "a/x:http")
+	add("10.96.0.4", "")
+	add("10.96.0.5", "")
+	r := &scopeRecorder{}
+	space := behavior.NewProbeSpace(nil, []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil)
+	observeAll(r, nil, &Env{}, space, keys, order)
+	var got []string
+	for _, s := range r.scopes {
+		var dsts []string
+		for a := range s {
+			dsts = append(dsts, a.String())
+		}
+		slices.Sort(dsts)
+		got = append(got, strings.Join(dsts, " "))
+	}
+	slices.Sort(got)
+	want := []string{"10.96.0.1 10.96.0.3", "10.96.0.2", "10.96.0.4", "10.96.0.5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("scopes walked %q, want %q", got, want)
 	}
 }
