@@ -155,11 +155,11 @@ type Walker interface {
 	WalkWith(Packet, WalkOptions) []Branch
 }
 
-// ScopedWalker is a Walker that can keep what the walks of one frontend
-// read of the state only while they last: on a node of ten thousand
-// Services, the state each Service's walks read (its chains, parsed)
-// would otherwise all be kept until the end. Scope returns the walker of
-// one frontend's walks, safe for one goroutine, and what ends the scope.
+// ScopedWalker is a Walker that can keep what the walks of one Service's
+// frontends read of the state only while they last: on a node of ten
+// thousand Services, the state each Service's walks read (its chains,
+// parsed) would otherwise all be kept until the end. Scope returns the
+// walker of those walks, safe for one goroutine, and what ends the scope.
 type ScopedWalker interface {
 	Walker
 	Scope() (Walker, func())

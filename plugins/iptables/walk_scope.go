@@ -19,7 +19,8 @@ func (w *Walker) Scope() (dataplane.Walker, func()) {
 	return scopedWalker{w: w, sc: sc}, sc.end
 }
 
-// walkScope is what one frontend's walks parsed: a goroutine's own.
+// walkScope is what the walks of one Service's frontends parsed: a
+// goroutine's own.
 type walkScope struct {
 	w *Walker
 	// rp parses; it goes from scope to scope (its arrays of rules and
