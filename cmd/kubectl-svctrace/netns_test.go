@@ -122,7 +122,7 @@ func TestLocalNFTablesRead(t *testing.T) {
 // TestLocalLegacyRead: on a node whose kube-proxy writes the legacy
 // backend, --local reads its tables from the kernel itself, as
 // iptables-legacy-save would print them; tables holding a rule the reader
-// does not print (a limit match here) are read with the tool instead.
+// does not print (a length match here) are read with the tool instead.
 func TestLocalLegacyRead(t *testing.T) {
 	requireRoot(t)
 	requireTools(t, "ip", "iptables-legacy-restore", "iptables-legacy", "iptables-legacy-save")
@@ -140,7 +140,7 @@ func TestLocalLegacyRead(t *testing.T) {
 	if s := origin(); !strings.Contains(s, `"origin":"x_tables (getsockopt)"`) {
 		t.Errorf("kube-proxy's legacy tables were not read from the kernel")
 	}
-	if out, code := inNetns(t, ns, "", "iptables-legacy", "-A", "INPUT", "-m", "limit", "--limit", "5/sec", "-j", "ACCEPT"); code != 0 {
+	if out, code := inNetns(t, ns, "", "iptables-legacy", "-A", "INPUT", "-m", "length", "--length", "0:100", "-j", "ACCEPT"); code != 0 {
 		t.Fatalf("iptables-legacy: %s", out)
 	}
 	if s := origin(); !strings.Contains(s, `"origin":"iptables-legacy-save"`) {

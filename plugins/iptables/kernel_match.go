@@ -39,12 +39,46 @@ func appendMatch(b []byte, fam *xtFamily, name string, rev byte, d []byte) ([]by
 				return nil, err
 			}
 			inv = d[11]
-			if d[8] != 0 || d[9] != 0 || inv&0x0c != 0 {
-				return notRead() // --tcp-option, --tcp-flags
-			}
 		}
 		b = appendPorts(b, "--sport", ne.Uint16(d[0:]), ne.Uint16(d[2:]), inv&0x01 != 0, true)
-		return appendPorts(b, "--dport", ne.Uint16(d[4:]), ne.Uint16(d[6:]), inv&0x02 != 0, true), nil
+		b = appendPorts(b, "--dport", ne.Uint16(d[4:]), ne.Uint16(d[6:]), inv&0x02 != 0, true)
+		if name == "udp" {
+			return b, nil
+		}
+		return appendTCPOptions(b, d[8], d[9], d[10], inv)
+	case name == "multiport" && rev == 1:
+		return appendMultiport(b, d)
+	case (name == "icmp" && fam.addrLen == 4 || name == "icmp6" && fam.addrLen == 16) && rev == 0:
+		return appendICMP(b, name, d)
+	case name == "limit" && rev == 0:
+		// avg, burst (the rest is the kernel's)
+		if err := need(8); err != nil {
+			return nil, err
+		}
+		avg, burst := ne.Uint32(d[0:]), ne.Uint32(d[4:])
+		if avg == 0 {
+			return notRead()
+		}
+		b = appendRate(append(b, " -m limit --limit"...), avg)
+		if burst != 5 {
+			b = strconv.AppendUint(append(b, " --limit-burst "...), uint64(burst), 10)
+		}
+		return b, nil
+	case name == "pkttype" && rev == 0:
+		// pkttype, invert (ints)
+		if err := need(8); err != nil {
+			return nil, err
+		}
+		b = append(b, " -m pkttype"...)
+		if ne.Uint32(d[4:]) != 0 {
+			b = append(b, " !"...)
+		}
+		b = append(b, " --pkt-type "...)
+		if t := int32(ne.Uint32(d[0:])); t >= 0 && t < int32(len(pktTypes)) {
+			return append(b, pktTypes[t]...), nil
+		} else {
+			return strconv.AppendInt(b, int64(t), 10), nil
+		}
 	case name == "sctp" && rev == 0:
 		// dpts, spts, chunkmap[64], chunk_match_type, flag_info[4],
 		// flag_count, flags, invflags

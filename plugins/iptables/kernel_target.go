@@ -40,6 +40,26 @@ func appendTarget(b []byte, fam *xtFamily, name string, rev byte, d []byte) ([]b
 		}
 		b = append(b, " --reject-with "...)
 		return append(b, names[w]...), nil
+	case name == "LOG" && rev == 0:
+		// level, logflags, prefix[30]
+		if err := need(32); err != nil {
+			return nil, err
+		}
+		if d[1]&^0x2f != 0 {
+			return nil, fmt.Errorf("target LOG with flags %#x: %w", d[1], ErrNotTranslated)
+		}
+		if prefix := cString(d[2:32]); prefix != "" {
+			b = appendSaveString(append(b, " --log-prefix"...), prefix)
+		}
+		if level := d[0]; level != 4 {
+			b = strconv.AppendUint(append(b, " --log-level "...), uint64(level), 10)
+		}
+		for _, f := range logFlags {
+			if d[1]&f.bit != 0 {
+				b = append(b, f.opt...)
+			}
+		}
+		return b, nil
 	case name == "DNAT" || name == "SNAT" || name == "MASQUERADE" || name == "REDIRECT":
 		r, err := natRange(fam, name, rev, d)
 		if err != nil {
@@ -49,6 +69,12 @@ func appendTarget(b []byte, fam *xtFamily, name string, rev byte, d []byte) ([]b
 	}
 	return nil, fmt.Errorf("target %s revision %d: %w", name, rev, ErrNotTranslated)
 }
+
+// LOG's flags (xt_LOG.h), in the order its save prints them.
+var logFlags = []struct {
+	bit byte
+	opt string
+}{{0x01, " --log-tcp-sequence"}, {0x02, " --log-tcp-options"}, {0x04, " --log-ip-options"}, {0x08, " --log-uid"}, {0x20, " --log-macdecode"}}
 
 // REJECT's answers by number (ipt_REJECT.h, ip6t_REJECT.h).
 var (

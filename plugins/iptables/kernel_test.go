@@ -123,9 +123,9 @@ func diffLines(t *testing.T, got, want string) {
 // wrapping ErrNotTranslated that names the table, chain and match.
 func TestReadLegacyRefuses(t *testing.T) {
 	for _, rule := range []string{
-		"-A INPUT -m limit --limit 5/sec -j ACCEPT",
-		"-A INPUT -p tcp -m tcp --syn -j ACCEPT",
-		"-A INPUT -j LOG --log-prefix x",
+		"-A INPUT -m length --length 0:100 -j ACCEPT",
+		"-A INPUT -m conntrack --ctorigdst 10.0.0.1 -j ACCEPT",
+		"-A INPUT -j NFLOG --nflog-group 1",
 	} {
 		ns := legacyNetns(t)
 		netnstest.Run(t, ns, "*filter\n:INPUT ACCEPT [0:0]\n"+rule+"\nCOMMIT\n", "iptables-legacy-restore")
