@@ -4,9 +4,11 @@ package iptables
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -85,6 +87,8 @@ func TestReadLegacyAsSave(t *testing.T) {
 			if c.text != "" {
 				netnstest.Run(t, ns, c.text, restore)
 			}
+			// Packets through the chains, so that their policies count.
+			sendLoopback(t, ns, c.family)
 			want := withoutComments(netnstest.Run(t, ns, "", save))
 			got, err := readLegacyIn(t, ns, c.family)
 			if err != nil {
@@ -96,9 +100,15 @@ func TestReadLegacyAsSave(t *testing.T) {
 			if c.text != "" && !strings.Contains(want, "-A ") {
 				t.Fatalf("iptables-legacy-save shows no rules:\n%s", want)
 			}
+			if c.text != "" && !movedCounter.MatchString(want) {
+				t.Errorf("no policy counted a packet: the counters were not compared:\n%s", want)
+			}
 		})
 	}
 }
+
+// movedCounter is a chain's policy counter that counted something.
+var movedCounter = regexp.MustCompile(`\[[1-9][0-9]*:[0-9]+\]`)
 
 // diffLines reports the lines that differ.
 func diffLines(t *testing.T, got, want string) {
@@ -170,5 +180,49 @@ func makeNfacct(t testing.TB, ns string, names ...string) {
 		if _, err := c.Execute(msg); err != nil {
 			t.Fatalf("adding nfacct object %s: %v", n, err)
 		}
+	}
+}
+
+// sendLoopback sends a few UDP packets to the namespace's own loopback
+// address (traffic that stays in the namespace), on a thread moved there
+// for it and ended after.
+func sendLoopback(t *testing.T, ns, family string) {
+	t.Helper()
+	netnstest.Run(t, ns, "", "ip", "link", "set", "lo", "up")
+	f, err := os.Open(filepath.Join("/run/netns", ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	network, from, addr := "udp4", "127.0.0.1:0", "127.0.0.1:9"
+	if family == famIPv6 {
+		network, from, addr = "udp6", "[::1]:0", "[::1]:9"
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- err
+			return
+		}
+		// Unconnected, so that the port unreachable each packet gets
+		// back does not fail the next send.
+		c, err := net.ListenPacket(network, from)
+		to, rerr := net.ResolveUDPAddr(network, addr)
+		if err != nil || rerr != nil {
+			done <- errors.Join(err, rerr)
+			return
+		}
+		defer c.Close()
+		// A rule may drop them on the way (the forms' MASQUERADE out of
+		// lo, a QUEUE without a reader): the chains before it counted
+		// them all the same.
+		for range 3 {
+			c.WriteTo([]byte("svctrace"), to)
+		}
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("sending in %s: %v", ns, err)
 	}
 }
