@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 )
 
 // Ruleset is one parsed dump: every table of one IP family.
@@ -114,6 +115,12 @@ type Chain struct {
 	// (see surelyTranslates).
 	trans     *translation
 	transOnce sync.Once
+	// isPure is whether the chain's outcome depends on a packet's mark and
+	// state alone, worked out on first use (see pure).
+	isPure   bool
+	pureOnce sync.Once
+	// outcomes are a pure chain's outcomes met so far (see memoized).
+	outcomes atomic.Pointer[[]memoOutcome]
 }
 
 // Rules are the chain's rules, in order. A chain of a ruleset read for a

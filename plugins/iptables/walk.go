@@ -161,6 +161,9 @@ type Walker struct {
 	branches sync.Pool
 	// parsers parse the per-Service chains of walk scopes (*reparser).
 	parsers sync.Pool
+	// noMemo has the walker evaluate pure chains each time rather than
+	// take their outcomes from their memo (see memoized): tests compare.
+	noMemo bool
 }
 
 // hookChains are a hook's built-in chain name (in capitals) and, for each
@@ -343,6 +346,9 @@ func (w *Walker) evalChain(s *state, table string, c *Chain, depth int) []result
 	if sc := s.walk.scope; sc != nil && c.lazy != nil && c.lazy.transient {
 		// Not indexed: the index would keep the rules.
 		return w.evalRules(s, table, c, sc.rules(c), depth)
+	}
+	if s.opts.NoHops && !w.noMemo && c.pure() {
+		return w.memoized(s, table, c, depth)
 	}
 	rules := c.Rules()
 	if idx := c.index(); idx != nil {
