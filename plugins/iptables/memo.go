@@ -1,7 +1,5 @@
 package iptables
 
-import "strings"
-
 // A node's walks run kube-proxy's postrouting and forwarding chains once
 // per branch: at 10,000 Services, nearly half of every rule the walks
 // evaluate. Those chains test only the packet's mark and connection state
@@ -89,10 +87,9 @@ func pureRule(r *Rule, depth int) bool {
 		}
 		return true
 	}
-	if r.jump == nil || strings.HasPrefix(r.Target, "-") {
-		return false
-	}
-	return pureChain(r.jump, depth+1)
+	// A jump or goto to a chain of the table (anything else, an unknown
+	// target, is not pure).
+	return r.jump != nil && pureChain(r.jump, depth+1)
 }
 
 // memoized evaluates a pure chain, or takes its outcome from the chain's
