@@ -14,7 +14,7 @@ import (
 )
 
 // Dump streams the conntrack table of the network namespace the calling
-// thread is in (lock the OS thread and setns, or use InNetns, to read
+// thread is in (lock the OS thread and setns, or use internal/netns.Run, to read
 // another one), calling fn for each entry that passes f as netlink
 // messages arrive; the table is never held in memory. What the kernel can
 // filter (see kernelFilter) is filtered there; f is always applied again

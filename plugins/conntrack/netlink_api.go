@@ -2,9 +2,9 @@ package conntrack
 
 import "net/netip"
 
-// The types of the netlink functions (Dump, Create, Delete, Count,
-// InNetns), which exist on Linux only, are here so that callers build on
-// every platform; netlink_other.go answers them elsewhere.
+// The types of the netlink functions (Dump, Create, Delete, Count), which
+// exist on Linux only, are here so that callers build on every platform;
+// netlink_other.go answers them elsewhere.
 
 // Filter selects entries; empty fields select everything. Within a list
 // any value matches; the fields combine with AND.

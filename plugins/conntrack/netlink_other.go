@@ -25,6 +25,3 @@ func Delete(context.Context, Entry) (bool, error) { return false, errNotLinux }
 
 // Count fails outside Linux.
 func Count(context.Context) (int, error) { return 0, errNotLinux }
-
-// InNetns fails outside Linux.
-func InNetns(string, func() error) error { return errNotLinux }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/svctrace/internal/netns"
 	"github.com/svctrace/svctrace/internal/netnstest"
 )
 
@@ -42,7 +43,7 @@ func (ns testNS) run(t testing.TB, argv ...string) string {
 // do runs fn on a thread inside the namespace; fn must not call t.Fatal.
 func (ns testNS) do(t testing.TB, fn func() error) {
 	t.Helper()
-	if err := InNetns(ns.path, fn); err != nil {
+	if err := netns.Run(ns.path, fn); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,6 @@ import "errors"
 var ErrNoLegacy = errors.New("the legacy backend is not in use in this kernel")
 
 // ReadLegacy needs Linux.
-func ReadLegacy(int, string) (string, error) {
+func ReadLegacy(string) (string, error) {
 	return "", errors.New("iptables: reading the legacy tables needs Linux")
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 	"unsafe"
@@ -31,67 +30,26 @@ const (
 // ReadLegacy reads the tables of the legacy (x_tables) backend of one IP
 // family ("IPv4" or "IPv6") as iptables-legacy-save prints them, from the
 // kernel itself rather than through the tool: it asks for each table's
-// entries over a raw socket and prints them (see kernel_table.go). netns
-// is an open network namespace to read, or 0 for the calling thread's.
+// entries over a raw socket and prints them (see kernel_table.go). It
+// reads the calling thread's network namespace (internal/netns.Run reads
+// another).
 //
 // Anything it does not print as iptables-save would (a match or target
 // it does not know, a revision it does not read) is an error that wraps
 // ErrNotTranslated: the caller runs iptables-legacy-save then. Without
 // the legacy backend in the kernel (no ip_tables module loaded) the error
 // wraps ErrNoLegacy.
-func ReadLegacy(netns int, family string) (string, error) {
+func ReadLegacy(family string) (string, error) {
 	fam, ok := xtFamilies[family]
 	if !ok {
 		return "", fmt.Errorf("iptables: no legacy read of family %q", family)
 	}
-	type result struct {
-		text string
-		err  error
-	}
-	done := make(chan result, 1)
-	// The socket and /proc/thread-self/net belong to the thread's
-	// namespace: the read runs on a thread of its own, moved there.
-	go func() {
-		runtime.LockOSThread()
-		restore, err := enterNetns(netns)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		text, err := readLegacy(fam)
-		if restore() == nil {
-			runtime.UnlockOSThread()
-		} // else the thread ends with the goroutine, still in netns
-		done <- result{text, err}
-	}()
-	r := <-done
-	return r.text, r.err
+	return readLegacy(fam)
 }
 
 // ErrNoLegacy is the error of a legacy read where the kernel has no legacy
 // tables in use.
 var ErrNoLegacy = errors.New("the legacy backend is not in use in this kernel")
-
-// enterNetns moves the locked thread into the namespace netns (0: stays),
-// and returns what moves it back.
-func enterNetns(netns int) (func() error, error) {
-	if netns == 0 {
-		return func() error { return nil }, nil
-	}
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return nil, fmt.Errorf("iptables: %w", err)
-	}
-	if err := unix.Setns(netns, unix.CLONE_NEWNET); err != nil {
-		orig.Close()
-		return nil, fmt.Errorf("iptables: entering the network namespace: %w", err)
-	}
-	return func() error {
-		defer orig.Close()
-		return unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET)
-	}, nil
-}
 
 // readLegacy prints every table of the family in the thread's namespace,
 // in the order the kernel lists them, as iptables-legacy-save does.

@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/mdlayher/netlink"
+	"github.com/svctrace/svctrace/internal/netns"
 	"github.com/svctrace/svctrace/internal/netnstest"
 	"golang.org/x/sys/unix"
 )
@@ -28,12 +28,13 @@ func legacyNetns(t testing.TB) string {
 // readLegacyIn reads the namespace's legacy tables of a family.
 func readLegacyIn(t testing.TB, ns, family string) (string, error) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("/run/netns", ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	return ReadLegacy(int(f.Fd()), family)
+	var text string
+	err := netns.Run(filepath.Join("/run/netns", ns), func() error {
+		var err error
+		text, err = ReadLegacy(family)
+		return err
+	})
+	return text, err
 }
 
 // withoutComments drops a dump's # lines (the tools' dates).
@@ -184,34 +185,21 @@ func makeNfacct(t testing.TB, ns string, names ...string) {
 }
 
 // sendLoopback sends a few UDP packets to the namespace's own loopback
-// address (traffic that stays in the namespace), on a thread moved there
-// for it and ended after.
+// address (traffic that stays in the namespace).
 func sendLoopback(t *testing.T, ns, family string) {
 	t.Helper()
 	netnstest.Run(t, ns, "", "ip", "link", "set", "lo", "up")
-	f, err := os.Open(filepath.Join("/run/netns", ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	network, from, addr := "udp4", "127.0.0.1:0", "127.0.0.1:9"
 	if family == famIPv6 {
 		network, from, addr = "udp6", "[::1]:0", "[::1]:9"
 	}
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- err
-			return
-		}
+	err := netns.Run(filepath.Join("/run/netns", ns), func() error {
 		// Unconnected, so that the port unreachable each packet gets
 		// back does not fail the next send.
 		c, err := net.ListenPacket(network, from)
 		to, rerr := net.ResolveUDPAddr(network, addr)
 		if err != nil || rerr != nil {
-			done <- errors.Join(err, rerr)
-			return
+			return errors.Join(err, rerr)
 		}
 		defer c.Close()
 		// A rule may drop them on the way (the forms' MASQUERADE out of
@@ -220,9 +208,9 @@ func sendLoopback(t *testing.T, ns, family string) {
 		for range 3 {
 			c.WriteTo([]byte("svctrace"), to)
 		}
-		done <- nil
-	}()
-	if err := <-done; err != nil {
+		return nil
+	})
+	if err != nil {
 		t.Fatalf("sending in %s: %v", ns, err)
 	}
 }

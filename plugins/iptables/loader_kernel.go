@@ -24,7 +24,7 @@ func (Loader) ReadKernel(collector, backend string) (snapshot.Dump, error) {
 	if collector == snapshot.CollectorIP6TablesSave {
 		d.Family = famIPv6
 	}
-	text, err := ReadLegacy(0, d.Family)
+	text, err := ReadLegacy(d.Family)
 	if err != nil {
 		return d, err
 	}

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/svctrace/svctrace/plugins/conntrack"
+	"github.com/svctrace/svctrace/internal/netns"
 )
 
 // NamespacePrefix starts the name of every network namespace the lab creates:
@@ -158,12 +158,12 @@ func isLabProcess(pid int) bool {
 }
 
 // dialInNetns dials addr (an IP literal) from inside the network namespace at nsPath, on a
-// thread that joins the namespace for the dial only (conntrack.InNetns); sockets keep their
+// thread that joins the namespace for the dial only (netns.Run); sockets keep their
 // namespace, so the connection stays inside the lab. The starting namespace gets no route or
 // interface into the lab.
 func dialInNetns(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
 	var c net.Conn
-	err := conntrack.InNetns(nsPath, func() error {
+	err := netns.Run(nsPath, func() error {
 		var d net.Dialer
 		var err error
 		c, err = d.DialContext(ctx, network, addr)

@@ -1,6 +1,9 @@
 //go:build linux
 
-package conntrack
+// Package netns runs code in another network namespace, on a thread of
+// its own: sockets opened there stay in it, and /proc/thread-self/net
+// shows it.
+package netns
 
 import (
 	"fmt"
@@ -10,14 +13,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InNetns runs fn on an OS thread that has joined the network namespace at
-// nsPath (/run/netns/NAME, /proc/PID/ns/net), so that Dump, Delete,
-// Create and Count inside fn act on that namespace. fn runs on another
-// goroutine, locked to its thread; goroutines it starts are not in the
-// namespace, but sockets it opens stay there. The thread goes back to its
-// namespace afterwards; if that fails the thread is discarded. A panic in
-// fn is returned as an error.
-func InNetns(nsPath string, fn func() error) error {
+// Run runs fn on an OS thread that has joined the network namespace at
+// path (/run/netns/NAME, /proc/PID/ns/net). fn runs on another goroutine,
+// locked to its thread; goroutines it starts are not in the namespace, but
+// sockets it opens stay there. The thread goes back to its namespace
+// afterwards; if that fails the thread is discarded. A panic in fn is
+// returned as an error.
+func Run(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -28,7 +30,7 @@ func InNetns(nsPath string, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		target, err := os.Open(nsPath)
+		target, err := os.Open(path)
 		if err != nil {
 			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("netns: %w", err)
@@ -37,13 +39,13 @@ func InNetns(nsPath string, fn func() error) error {
 		defer target.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("setns %s: %w", nsPath, err)
+			errc <- fmt.Errorf("setns %s: %w", path, err)
 			return
 		}
 		err = runGuarded(fn)
 		if rerr := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); rerr != nil {
 			// Exit still locked: the runtime throws the thread away.
-			errc <- fmt.Errorf("restore netns after %s: %w", nsPath, rerr)
+			errc <- fmt.Errorf("restore netns after %s: %w", path, rerr)
 			return
 		}
 		runtime.UnlockOSThread()
