@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,7 +123,14 @@ func benchNode(t *testing.T, cfg benchConfig, bin, agent string, r *benchRun) {
 			"--profile", "cpu", "--profile-output", prefix+"drift-local.pprof")
 		m.run("explain (profiled)", "", bin, "explain", objs.Middle, "--snapshot", snap, "--node", "node1",
 			"--profile", "cpu", "--profile-output", prefix+"explain.pprof")
-		t.Logf("CPU profiles in %s*.pprof", prefix)
+		// The inputs beside the profiles, to rerun a command offline: the
+		// snapshot holds the node's dumps, the objects file the API objects.
+		for _, f := range []string{snap, objFile} {
+			if err := copyFile(f, prefix+filepath.Base(f)); err != nil {
+				t.Error(err)
+			}
+		}
+		t.Logf("CPU profiles in %s*.pprof, the snapshot and objects beside them", prefix)
 	}
 }
 
@@ -192,6 +200,24 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// copyFile copies the file src to dst.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
+	}
+	return out.Close()
 }
 
 // benchMachine describes the machine: CPUs and their model, memory, kernel, load.
