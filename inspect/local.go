@@ -28,6 +28,18 @@ type LocalOptions struct {
 	// Rules, when set, gives the rules ReadRules started reading (while
 	// the caller listed the API objects) instead of reading them now.
 	Rules func() Rules
+	// OnRead, when set, is told of each part of the state read: the
+	// node agent reports each one's success and duration.
+	OnRead func(Read)
+}
+
+// Read is how one part of a node's state was read: its collector (the
+// dump's, with the backend for iptables: "iptables-save/legacy"), how
+// long it took, and its error; a tool that is not installed is no read.
+type Read struct {
+	Collector string
+	Duration  time.Duration
+	Err       error
 }
 
 // DefaultConntrackLimit is how many conntrack entries a snapshot keeps.
@@ -39,6 +51,8 @@ type Rules struct {
 	Dumps []snapshot.Dump
 	Notes []string
 	Err   error
+	// Reads are the reads made, in the order of the dump tools.
+	Reads []Read
 }
 
 // dumpCommand is one tool that dumps rules; what names what it reads.
@@ -68,7 +82,12 @@ func ReadRules(ctx context.Context) func() Rules {
 	results := make([]chan dumpResult, len(cmds))
 	for i, c := range cmds {
 		results[i] = make(chan dumpResult, 1)
-		go func() { results[i] <- readKernel(ctx, c) }()
+		go func() {
+			start := time.Now()
+			res := readKernel(ctx, c)
+			res.took = time.Since(start)
+			results[i] <- res
+		}()
 	}
 	return func() Rules {
 		var r Rules
@@ -86,6 +105,7 @@ func ReadRules(ctx context.Context) func() Rules {
 			}
 			if x.installed {
 				found++
+				r.Reads = append(r.Reads, Read{Collector: cmds[i].name(), Duration: x.took, Err: x.err})
 			}
 		}
 		if r.Err == nil && found == 0 {
@@ -102,6 +122,16 @@ type dumpResult struct {
 	note      string
 	installed bool
 	err       error
+	took      time.Duration
+}
+
+// name names the command's read: its collector, and the backend for an
+// iptables dump.
+func (c dumpCommand) name() string {
+	if c.backend == "" {
+		return c.collector
+	}
+	return c.collector + "/" + c.backend
 }
 
 // runDump runs one dump tool. A tool not installed, or a legacy backend the
@@ -161,6 +191,11 @@ func CollectLocal(ctx context.Context, node string, opts LocalOptions) (snapshot
 		wait = ReadRules(ctx)
 	}
 	rules := wait()
+	if opts.OnRead != nil {
+		for _, r := range rules.Reads {
+			opts.OnRead(r)
+		}
+	}
 	notes := rules.Notes
 	if rules.Err != nil {
 		return ns, notes, rules.Err
@@ -183,7 +218,11 @@ func CollectLocal(ctx context.Context, node string, opts LocalOptions) (snapshot
 			}
 		}
 	}
+	start := time.Now()
 	ct, note, err := collectConntrack(ctx, opts)
+	if opts.OnRead != nil {
+		opts.OnRead(Read{Collector: snapshot.CollectorConntrack, Duration: time.Since(start), Err: err})
+	}
 	if err != nil {
 		return ns, notes, err
 	}
