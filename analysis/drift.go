@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -72,8 +73,11 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 			}
 		}
 		r.Findings = append(r.Findings, fs...)
-		r.Nodes = append(r.Nodes, NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: frontends,
-			Findings: len(fs), Inferred: a.Config.Inferred})
+		sum := NodeSummary{Name: n, Mode: a.Config.Mode, Frontends: frontends, Findings: len(fs), Inferred: a.Config.Inferred}
+		if b, ok := a.Plane.(dataplane.BackendNamer); ok {
+			sum.Backend = b.Backend()
+		}
+		r.Nodes = append(r.Nodes, sum)
 		for _, note := range a.Notes {
 			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n, note))
 		}

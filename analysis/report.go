@@ -19,8 +19,11 @@ type DriftReport struct {
 
 // NodeSummary says what was checked on a node.
 type NodeSummary struct {
-	Name      string   `json:"name"`
-	Mode      string   `json:"mode,omitempty"`
+	Name string `json:"name"`
+	Mode string `json:"mode,omitempty"`
+	// Backend is the kernel backend of the rules checked (iptables:
+	// legacy or nf_tables), when the plane has several.
+	Backend   string   `json:"backend,omitempty"`
 	Frontends int      `json:"frontends"`
 	Findings  int      `json:"findings"`
 	Inferred  []string `json:"inferred,omitempty"`

@@ -198,6 +198,12 @@ type Inferred struct {
 	Evidence []string
 }
 
+// BackendNamer is a Plane that runs on one of several kernel backends
+// (iptables: legacy or nf_tables), and tells which holds what it walks.
+type BackendNamer interface {
+	Backend() string
+}
+
 // Plane is one parsed kernel state of one node and IP family, in the form
 // svctrace works with.
 type Plane interface {

@@ -80,3 +80,16 @@ func (p *Plane) Notes() []string {
 	}
 	return out
 }
+
+var _ dataplane.BackendNamer = (*Plane)(nil)
+
+// Backend is the backend of the rules walked ("legacy", "nf_tables"), or
+// "" when the dump did not say.
+func (p *Plane) Backend() string {
+	for name, rs := range p.Backends {
+		if rs == p.Rules && name != "unknown" {
+			return name
+		}
+	}
+	return ""
+}
