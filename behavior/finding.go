@@ -27,6 +27,12 @@ const (
 	StaleConntrack = "StaleConntrack"
 )
 
+// FindingTypes are the finding types above, for those that list them
+// all (the exporter, which shows each with its count, zero included).
+var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
+	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
+	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack}
+
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.
 type Finding struct {

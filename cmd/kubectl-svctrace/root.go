@@ -92,7 +92,7 @@ func newRootCommandProfiled(streams genericiooptions.IOStreams) (*cobra.Command,
 	drift := newDriftCommand(streams)
 	drift.ValidArgsFunction = completeServiceArg(false)
 	root.AddCommand(explain, newTraceCommand(streams), drift, newCollectCommand(streams),
-		newReconcileCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
+		newReconcileCommand(streams), newAgentCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
 	prof := &profiler{}
 	prof.addFlags(root)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }

@@ -1,0 +1,162 @@
+// Package agent is the node agent: on its node it watches what kube-proxy
+// watches, reads the kernel's state, and checks it for drift when the API
+// objects change (debounced) and on a period, telling drift from
+// kube-proxy's ordinary lag. The exporter serves what it finds.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/svctrace/svctrace/inspect"
+)
+
+// Options configure an Agent.
+type Options struct {
+	// Node is the node the agent runs on.
+	Node string
+	// Family is the IP family checked ("IPv4", "IPv6").
+	Family string
+	// Interval is the period of full checks; Debounce how long the
+	// objects must stay unchanged before a change is checked, and
+	// MinGap the least time between the start of two checks.
+	Interval, Debounce, MinGap time.Duration
+	// KubeProxyMetrics is where kube-proxy serves /metrics and /configz
+	// on the node (host:port).
+	KubeProxyMetrics string
+	// Grace, Quiet, StallAfter and Skew: see settleRules.
+	Grace, Quiet, StallAfter, Skew time.Duration
+	// Log receives the agent's log (nil: discarded).
+	Log *slog.Logger
+}
+
+// DefaultOptions are the agent's defaults for a node.
+func DefaultOptions(node string) Options {
+	return Options{Node: node, Family: "IPv4", Interval: time.Minute, Debounce: 2 * time.Second, MinGap: 5 * time.Second,
+		KubeProxyMetrics: inspect.DefaultKubeProxyMetricsAddress,
+		Grace:            2 * time.Minute, Quiet: 5 * time.Second, StallAfter: 3 * time.Minute, Skew: time.Second}
+}
+
+// Agent checks one node. Status is safe to call from any goroutine.
+type Agent struct {
+	opts   Options
+	cs     kubernetes.Interface
+	w      *watcher
+	pokes  chan struct{}
+	status atomic.Pointer[Status]
+
+	// The loop's own state, used by one goroutine.
+	tracker   syncTracker
+	firstSeen map[string]time.Time
+}
+
+// New makes an agent; Run starts it.
+func New(cs kubernetes.Interface, o Options) (*Agent, error) {
+	if o.Node == "" {
+		return nil, errors.New("the agent needs its node's name")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &Agent{opts: o, cs: cs, pokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
+	w, err := newWatcher(cs, o.Node, a.poke)
+	if err != nil {
+		return nil, err
+	}
+	a.w = w
+	a.status.Store(&Status{Node: o.Node, Started: time.Now()})
+	return a, nil
+}
+
+// Status is the agent's latest status.
+func (a *Agent) Status() *Status {
+	s := *a.status.Load()
+	s.WatchErrors, s.LastWatchError = a.w.watchErrors()
+	return &s
+}
+
+func (a *Agent) poke() {
+	select {
+	case a.pokes <- struct{}{}:
+	default:
+	}
+}
+
+// Run watches the API and checks the node until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.w.start(ctx); err != nil {
+		return err
+	}
+	a.publish(func(s *Status) { s.Synced = true })
+	a.opts.Log.Info("objects listed; first check", "node", a.opts.Node)
+	var last time.Time
+	for {
+		last = time.Now()
+		a.check(ctx)
+		if err := a.wait(ctx, last); err != nil {
+			return nil
+		}
+	}
+}
+
+// wait returns when the next check is due: Interval after the last one
+// started, or once the objects have been quiet for Debounce after a
+// change, but never sooner than MinGap after the last.
+func (a *Agent) wait(ctx context.Context, last time.Time) error {
+	period := time.NewTimer(time.Until(last.Add(a.opts.Interval)))
+	defer period.Stop()
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-period.C:
+			return nil
+		case <-a.pokes:
+			// Each change restarts the quiet time.
+			debounce = time.After(a.opts.Debounce)
+		case <-debounce:
+			if d := time.Until(last.Add(a.opts.MinGap)); d > 0 {
+				debounce = time.After(d)
+				continue
+			}
+			return nil
+		}
+	}
+}
+
+// publish changes a copy of the status and publishes it.
+func (a *Agent) publish(change func(*Status)) {
+	s := *a.status.Load()
+	change(&s)
+	a.status.Store(&s)
+}
+
+// check checks the node once and publishes the result.
+func (a *Agent) check(ctx context.Context) {
+	c := a.checkOnce(ctx)
+	if c.Err != nil {
+		a.opts.Log.Error("check failed", "node", a.opts.Node, "err", c.Err)
+	} else {
+		a.opts.Log.Info("checked", "node", a.opts.Node, "frontends", c.Frontends, "drift", len(c.Drift),
+			"pending", len(c.Pending), "took", c.Duration.Round(time.Millisecond))
+	}
+	a.publish(func(s *Status) {
+		s.Last = c
+		s.Checks++
+		if c.Err != nil {
+			s.Failed++
+			return
+		}
+		s.Good = c
+	})
+}
+
+// errCheck wraps a check's failure with its step.
+func errCheck(step string, err error) error { return fmt.Errorf("%s: %w", step, err) }

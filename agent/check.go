@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// checkOnce reads kube-proxy's state and the kernel's, checks them against
+// the objects held, and sorts the findings into drift and pending.
+func (a *Agent) checkOnce(ctx context.Context) *Check {
+	start := time.Now()
+	c := &Check{At: start}
+	// kube-proxy's metrics first: the kernel, read after, holds at least
+	// what the sync they report wrote.
+	kp := a.readKubeProxy(ctx, c)
+	rules := inspect.ReadRules(ctx)
+	cl, err := a.w.cluster()
+	if err != nil {
+		rules()
+		c.Err = errCheck("reading the objects held", err)
+		return a.finish(c)
+	}
+	// Read after the objects were copied: a change between the two is
+	// taken as newer than it is, which can only hold a finding back.
+	changes := a.w.changes()
+	pc, note := a.proxyConfig(ctx)
+	if note != "" {
+		c.Notes = append(c.Notes, note)
+	}
+	if pc.Version == "" {
+		pc.Version = kp.sync.Version
+	}
+	model := analysis.PrepareModel(cl, a.opts.Node, a.opts.Family)
+	ns, notes, err := inspect.CollectLocal(ctx, a.opts.Node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(cl), Rules: rules,
+		OnRead: func(r inspect.Read) { c.Reads = append(c.Reads, r) }})
+	c.Notes = append(c.Notes, notes...)
+	if err != nil {
+		c.Err = errCheck("reading the kernel's state", err)
+		return a.finish(c)
+	}
+	ns.KubeProxy = pc
+	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
+		Metadata: snapshot.Metadata{CreationTimestamp: start.UTC(), Source: "live"}, Cluster: cl, Nodes: []snapshot.NodeState{ns}}
+	r, err := analysis.Drift(s, analysis.DriftOptions{Family: a.opts.Family, Models: []*analysis.Model{model}})
+	if err != nil {
+		c.Err = errCheck("checking for drift", err)
+		return a.finish(c)
+	}
+	c.Notes = append(c.Notes, r.Notes...)
+	for _, n := range r.Nodes {
+		c.Frontends += n.Frontends
+		c.KubeProxy.Mode, c.KubeProxy.Backend = n.Mode, n.Backend
+	}
+	c.KubeProxy.Version = pc.Version
+	settle := a.rules()
+	seen := make(map[string]time.Time, len(r.Findings))
+	for _, f := range r.Findings {
+		k := findingKey(f)
+		first, ok := a.firstSeen[k]
+		if !ok {
+			first = start
+		}
+		seen[k] = first
+		if settle.settled(kp, changes.of(serviceOf(f)), first, start) {
+			c.Drift = append(c.Drift, f)
+		} else {
+			c.Pending = append(c.Pending, f)
+		}
+	}
+	a.firstSeen = seen
+	return a.finish(c)
+}
+
+func (a *Agent) finish(c *Check) *Check {
+	c.Duration = time.Since(c.At)
+	return c
+}
+
+func (a *Agent) rules() settleRules {
+	return settleRules{Grace: a.opts.Grace, Quiet: a.opts.Quiet, StallAfter: a.opts.StallAfter, Skew: a.opts.Skew}
+}
+
+// readKubeProxy reads kube-proxy's sync metrics into c and the tracker.
+func (a *Agent) readKubeProxy(ctx context.Context, c *Check) kubeProxyState {
+	start := time.Now()
+	s, err := inspect.ReadKubeProxySync(ctx, a.opts.KubeProxyMetrics, a.opts.Family)
+	c.KubeProxy.MetricsDuration = time.Since(start)
+	if err != nil {
+		c.KubeProxy.MetricsErr = err
+		return kubeProxyState{}
+	}
+	a.tracker.observe(s, start)
+	kp := kubeProxyState{readable: true, sync: s, started: a.tracker.started}
+	c.KubeProxy.LastSync = s.LastSync
+	c.KubeProxy.Lag, c.KubeProxy.Stalled = a.rules().lag(kp, start)
+	return kp
+}
+
+// proxyConfig is kube-proxy's configuration: its /configz, else its
+// ConfigMap (kubeadm's), else nothing (the analysis infers it from the
+// rules), with a note saying which when it is not /configz.
+func (a *Agent) proxyConfig(ctx context.Context) (snapshot.ProxyConfig, string) {
+	pc, err := inspect.ProxyConfigFromConfigz(ctx, a.opts.KubeProxyMetrics)
+	if err == nil {
+		return pc, ""
+	}
+	pc, note, cmErr := inspect.ProxyConfigFromAPI(ctx, a.cs)
+	if cmErr != nil {
+		return snapshot.ProxyConfig{}, "kube-proxy's settings are inferred from the rules: " + err.Error() + "; " + cmErr.Error()
+	}
+	return pc, note
+}

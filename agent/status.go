@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/inspect"
+)
+
+// Status is what the agent knows at one moment: the exporter and the
+// health endpoints read it. A Status is never changed once published.
+type Status struct {
+	Node string
+	// Started is when the agent started.
+	Started time.Time
+	// Synced says the informers have listed every object once.
+	Synced bool
+	// Last is the last check made, Good the last that succeeded (nil
+	// before the first).
+	Last, Good *Check
+	// Checks counts the checks made, and Failed those that failed.
+	Checks, Failed uint64
+	// WatchErrors counts the errors of the API watches, LastWatchError is
+	// when the last happened: while the API server cannot be reached,
+	// the agent goes on checking the kernel against the objects it has.
+	WatchErrors    uint64
+	LastWatchError time.Time
+}
+
+// Ready reports whether the agent's answers can be used: the informers
+// have synced and a check has succeeded.
+func (s *Status) Ready() bool { return s != nil && s.Synced && s.Good != nil }
+
+// Check is one check of the node: kube-proxy's state, the kernel read and
+// the drift found.
+type Check struct {
+	At       time.Time
+	Duration time.Duration
+	// Err is why the check failed (nil: it succeeded).
+	Err error
+	// Reads are the parts of the kernel's state read, each with its
+	// duration and error.
+	Reads []inspect.Read
+	// KubeProxy is what kube-proxy told of itself.
+	KubeProxy KubeProxy
+	// Frontends is how many frontends were checked.
+	Frontends int
+	// Drift are the findings that outlived kube-proxy's sync of the
+	// changes before them; Pending the ones that wait for it.
+	Drift, Pending []behavior.Finding
+	// Notes are the analysis's notes.
+	Notes []string
+}
+
+// KubeProxy is what the agent learnt of the node's kube-proxy.
+type KubeProxy struct {
+	// Mode and Version are its proxy mode and version, Backend the
+	// iptables backend its rules are on (iptables mode), when known.
+	Mode, Version, Backend string
+	// MetricsErr is why its metrics could not be read (nil: they were).
+	MetricsErr error
+	// MetricsDuration is how long reading them took.
+	MetricsDuration time.Duration
+	// LastSync is when its last successful sync ended (zero: unknown).
+	LastSync time.Time
+	// Lag is how long it has gone without a successful sync while a
+	// change waits; Stalled says that is longer than allowed.
+	Lag     time.Duration
+	Stalled bool
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/svctrace/svctrace/agent"
+	"github.com/svctrace/svctrace/exporter"
+)
+
+// defaultAgentAddress is where the agent serves its metrics and health.
+const defaultAgentAddress = ":9859"
+
+type agentOptions struct {
+	genericiooptions.IOStreams
+	configFlags *genericclioptions.ConfigFlags
+	opts        agent.Options
+	listen      string
+}
+
+func newAgentCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &agentOptions{IOStreams: streams, configFlags: genericclioptions.NewConfigFlags(true),
+		opts: agent.DefaultOptions(os.Getenv("NODE_NAME")), listen: defaultAgentAddress}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: check this node for drift continuously and export it to Prometheus",
+		Long: `The node agent runs on each node (a DaemonSet with host networking): it
+watches the Services, EndpointSlices and its own Node as kube-proxy does, reads
+the kernel's state of the node, and checks it for drift when the objects
+change (once they have been quiet for --debounce) and every --interval.
+
+A difference counts as drift only once it outlives kube-proxy's next sync after
+the change that could explain it (kube-proxy's metrics tell when it synced), or
+once it has lasted --grace-period where those metrics cannot be read. Until
+then it is a pending finding. A kube-proxy that has not synced for
+--stall-after while changes wait is reported as stalled.
+
+It serves /metrics (svctrace_* metrics of the last check; a scrape never reads
+the kernel), /livez, /readyz (the objects listed and a check done) and a
+landing page at /.`,
+		Example: `  # On a node, as root, with the node's name
+  kubectl-svctrace agent --node "$(hostname)" --kubeconfig /etc/kubernetes/kubelet.conf`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return &exitCodeError{code: exitError, err: err}
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	o.configFlags.AddFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&o.opts.Node, "node", o.opts.Node, "The node the agent runs on (default: $NODE_NAME)")
+	f.StringVar(&o.listen, "listen-address", o.listen, "Where to serve /metrics, /livez and /readyz")
+	f.StringVar(&o.opts.Family, "family", o.opts.Family, "IP family to check: IPv4 or IPv6")
+	f.DurationVar(&o.opts.Interval, "interval", o.opts.Interval, "Check the node this often")
+	f.DurationVar(&o.opts.Debounce, "debounce", o.opts.Debounce, "After an API change, check once the objects have been quiet this long")
+	f.DurationVar(&o.opts.MinGap, "min-gap", o.opts.MinGap, "Least time between the starts of two checks")
+	f.DurationVar(&o.opts.Grace, "grace-period", o.opts.Grace, "A difference that lasts this long is drift whatever kube-proxy's metrics say")
+	f.DurationVar(&o.opts.StallAfter, "stall-after", o.opts.StallAfter, "Report kube-proxy as stalled when changes have waited this long for a sync")
+	f.StringVar(&o.opts.KubeProxyMetrics, "kube-proxy-metrics-address", o.opts.KubeProxyMetrics, "Where the node's kube-proxy serves /metrics and /configz")
+	return cmd
+}
+
+func (o *agentOptions) validate() error {
+	if o.opts.Node == "" {
+		return errors.New("--node is needed (or $NODE_NAME, as the DaemonSet sets it from spec.nodeName)")
+	}
+	if o.opts.Family != "IPv4" && o.opts.Family != "IPv6" {
+		return fmt.Errorf("--family %q: want IPv4 or IPv6", o.opts.Family)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--interval", o.opts.Interval}, {"--debounce", o.opts.Debounce}, {"--grace-period", o.opts.Grace}, {"--stall-after", o.opts.StallAfter}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s %v: want a positive duration", d.name, d.v)
+		}
+	}
+	if o.opts.MinGap < 0 {
+		return fmt.Errorf("--min-gap %v: want a duration of 0 or more", o.opts.MinGap)
+	}
+	return nil
+}
+
+func (o *agentOptions) run(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(o.ErrOut, nil))
+	o.opts.Log = log
+	cs, err := newClientset(o.configFlags)
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(cs, o.opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen-address: %w", err)
+	}
+	srv := &http.Server{Handler: exporter.Handler(a.Status, versionString()), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving", "address", ln.Addr().String(), "node", o.opts.Node)
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(ctx) }()
+	select {
+	case err = <-served:
+		stop()
+		<-ran
+		return fmt.Errorf("serving metrics: %w", err)
+	case err = <-ran:
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shut); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}

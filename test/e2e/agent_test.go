@@ -1,0 +1,313 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/svctrace/internal/netns"
+)
+
+// agentAddr is where the agent under test serves, inside node1.
+const agentAddr = "127.0.0.1:9859"
+
+// TestAgent runs the node agent on node1 of the lab (iptables mode, real
+// kube-proxy) and reads what it exports, as Prometheus would:
+//   - healthy, it is ready and shows no finding;
+//   - a burst of ordinary Service and EndpointSlice changes, which
+//     kube-proxy applies, never shows as drift, only as pending;
+//   - with kube-proxy stopped, a rule deleted in the kernel is pending
+//     until the grace period has passed (kube-proxy's metrics cannot be
+//     read), then drift of that Service; restarting kube-proxy repairs
+//     it, and the drift goes.
+func TestAgent(t *testing.T) {
+	c := startMatrix(t, "iptables", "")
+	a := startAgent(t, c, "node1", "--interval", "2s", "--debounce", "100ms", "--min-gap", "300ms", "--grace-period", "12s")
+
+	m := a.waitMetrics(t, 60*time.Second, "ready and healthy", func(m string) bool {
+		return sumOf(m, "svctrace_last_check_success") == 1 && sumOf(m, "svctrace_drift_findings") == 0 &&
+			sumOf(m, "svctrace_pending_findings") == 0
+	})
+	if n := sumOf(m, "svctrace_frontends_checked"); n < 10 {
+		t.Errorf("%v frontends checked", n)
+	}
+	for _, want := range []string{`svctrace_collector_success{collector="kube-proxy"} 1`, `svctrace_kube_proxy_info{iptables_backend=`,
+		`mode="iptables"`, `svctrace_collector_success{collector="conntrack"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("no %s in:\n%s", want, grepSvctrace(m))
+		}
+	}
+	if code, body := a.get(t, "/readyz"); code != 200 {
+		t.Errorf("/readyz: %d %s", code, body)
+	}
+
+	t.Run("a burst of changes kube-proxy applies is no drift", func(t *testing.T) {
+		// A kube-proxy that syncs at most every 3 s, as on a busy
+		// node: the agent checks between its syncs and sees the
+		// differences they have not applied yet.
+		if err := c.StopKubeProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StartKubeProxyVersion("node1", c.version, c.mode, "--iptables-min-sync-period=3s"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitSynced("node1"); err != nil {
+			t.Fatal(err)
+		}
+		stop := a.watchNoDrift(t)
+		for i := range 6 {
+			c.Apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Service
+metadata: {name: burst-%d, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+`, i))
+			time.Sleep(700 * time.Millisecond)
+		}
+		for i := range 6 {
+			if err := c.Delete("Service", "default", fmt.Sprintf("burst-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.WaitSynced("node1"); err != nil {
+			t.Fatal(err)
+		}
+		a.waitMetrics(t, 30*time.Second, "settled after the burst", func(m string) bool {
+			return sumOf(m, "svctrace_pending_findings") == 0 && sumOf(m, "svctrace_drift_findings") == 0 &&
+				sumOf(m, "svctrace_checks_total") > 0
+		})
+		if samples, pending := stop(); samples < 10 || pending == 0 {
+			// The burst must have been seen: otherwise the test
+			// proves nothing about lag.
+			t.Errorf("%d scrapes during the burst, %d of them with pending findings", samples, pending)
+		}
+	})
+
+	t.Run("a rule deleted with kube-proxy stopped", func(t *testing.T) {
+		if err := c.StopKubeProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		nat, err := c.Exec("node1", "iptables-save", "-t", "nat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		web1 := c.pods["web-1"].IP
+		mm := regexp.MustCompile(`(?m)^-A (KUBE-SVC-\S+) (.*--comment "default/web:http -> ` + regexp.QuoteMeta(web1) + `:8080".*)$`).FindStringSubmatch(nat)
+		if mm == nil {
+			t.Fatalf("no rule of default/web:http to %s", web1)
+		}
+		deleted := time.Now()
+		if _, err := c.Exec("node1", "sh", "-c", "iptables -t nat -D "+mm[1]+" "+mm[2]); err != nil {
+			t.Fatal(err)
+		}
+		a.waitMetrics(t, 10*time.Second, "the difference pending", func(m string) bool {
+			return strings.Contains(m, `svctrace_pending_findings{finding="MissingEndpoint"} 1`) &&
+				strings.Contains(m, `svctrace_collector_success{collector="kube-proxy"} 0`)
+		})
+		m := a.waitMetrics(t, 40*time.Second, "drift after the grace period", func(m string) bool {
+			return strings.Contains(m, `svctrace_drift_findings{finding="MissingEndpoint"} 1`)
+		})
+		if d := time.Since(deleted); d < 12*time.Second {
+			t.Errorf("drift reported %v after the change, before the grace period", d)
+		}
+		if !strings.Contains(m, `svctrace_service_drift_findings{finding="MissingEndpoint",namespace="default",service="web"} 1`) {
+			t.Errorf("the Service is not named:\n%s", grepSvctrace(m))
+		}
+		if err := c.startProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitSynced("node1"); err != nil {
+			t.Fatal(err)
+		}
+		a.waitMetrics(t, 30*time.Second, "repaired by kube-proxy", func(m string) bool {
+			return sumOf(m, "svctrace_drift_findings") == 0 && sumOf(m, "svctrace_pending_findings") == 0 &&
+				strings.Contains(m, `svctrace_collector_success{collector="kube-proxy"} 1`)
+		})
+	})
+}
+
+// agentProc is an agent the test started in a node's namespace.
+type agentProc struct {
+	ns, log string
+	cmd     *exec.Cmd
+	client  *http.Client
+}
+
+// startAgent starts the agent in node's namespace, stopped (by its PID)
+// when the test ends; its log is shown if the test fails.
+func startAgent(t *testing.T, c *cluster, node string, args ...string) *agentProc {
+	t.Helper()
+	ns, err := c.NetNS(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "agent.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := append([]string{"netns", "exec", ns, c.bin, "agent", "--node", node, "--kubeconfig", c.Kubeconfig,
+		"--listen-address", agentAddr}, args...)
+	cmd := exec.Command("ip", argv...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &agentProc{ns: filepath.Join("/run/netns", ns), log: logPath, cmd: cmd}
+	a.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var conn net.Conn
+			err := netns.Run(a.ns, func() error {
+				var err error
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		}}}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Error("the agent did not stop within 10 s of SIGINT")
+		}
+		logf.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("agent log:\n%s", tail(string(b), 60))
+			}
+		}
+	})
+	return a
+}
+
+// get fetches a path of the agent.
+func (a *agentProc) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := a.client.Get("http://" + agentAddr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return resp.StatusCode, string(b)
+}
+
+// waitMetrics scrapes until ok accepts the metrics, and returns them.
+func (a *agentProc) waitMetrics(t *testing.T, timeout time.Duration, what string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		code, body := a.get(t, "/metrics")
+		if code == 200 {
+			last = body
+			if ok(body) {
+				return body
+			}
+		} else {
+			last = fmt.Sprintf("HTTP %d: %s", code, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s within %v; last scrape:\n%s", what, timeout, grepSvctrace(last))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// watchNoDrift scrapes every 200 ms until the returned function is called,
+// failing the test if any scrape shows drift; the function returns how
+// many scrapes were made and how many showed pending findings.
+func (a *agentProc) watchNoDrift(t *testing.T) func() (int, int) {
+	t.Helper()
+	done := make(chan struct{})
+	type result struct{ samples, pending int }
+	res := make(chan result, 1)
+	go func() {
+		var r result
+		for {
+			select {
+			case <-done:
+				res <- r
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			code, body := a.get(t, "/metrics")
+			if code != 200 {
+				continue
+			}
+			r.samples++
+			if sumOf(body, "svctrace_pending_findings") > 0 {
+				r.pending++
+			}
+			if n := sumOf(body, "svctrace_drift_findings"); n > 0 {
+				t.Errorf("drift during changes kube-proxy applies:\n%s", grepSvctrace(body))
+			}
+		}
+	}()
+	return func() (int, int) {
+		close(done)
+		r := <-res
+		return r.samples, r.pending
+	}
+}
+
+// sumOf sums every series of a metric in Prometheus text (NaN-free: a
+// metric not there sums to 0).
+func sumOf(text, name string) float64 {
+	var sum float64
+	for line := range strings.Lines(text) {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		var v float64
+		if _, err := fmt.Sscan(strings.TrimSpace(rest), &v); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// grepSvctrace keeps the svctrace_ lines of a scrape, for messages.
+func grepSvctrace(text string) string {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, "svctrace_") && !strings.HasSuffix(strings.TrimSpace(line), " 0") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
