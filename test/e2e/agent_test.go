@@ -141,9 +141,26 @@ spec:
 
 // agentProc is an agent the test started in a node's namespace.
 type agentProc struct {
-	ns, log string
-	cmd     *exec.Cmd
-	client  *http.Client
+	log    string
+	cmd    *exec.Cmd
+	client *http.Client
+	addr   string
+}
+
+// netnsClient is an HTTP client whose connections start in the lab's
+// network namespace ns.
+func netnsClient(ns string) *http.Client {
+	path := filepath.Join("/run/netns", ns)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var conn net.Conn
+			err := netns.Run(path, func() error {
+				var err error
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		}}}
 }
 
 // startAgent starts the agent in node's namespace, stopped (by its PID)
@@ -166,17 +183,7 @@ func startAgent(t *testing.T, c *cluster, node string, args ...string) *agentPro
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := &agentProc{ns: filepath.Join("/run/netns", ns), log: logPath, cmd: cmd}
-	a.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var conn net.Conn
-			err := netns.Run(a.ns, func() error {
-				var err error
-				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-				return err
-			})
-			return conn, err
-		}}}
+	a := &agentProc{log: logPath, cmd: cmd, client: netnsClient(ns)}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
@@ -201,7 +208,11 @@ func startAgent(t *testing.T, c *cluster, node string, args ...string) *agentPro
 // get fetches a path of the agent.
 func (a *agentProc) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := a.client.Get("http://" + agentAddr + path)
+	addr := a.addr
+	if addr == "" {
+		addr = agentAddr
+	}
+	resp, err := a.client.Get("http://" + addr + path)
 	if err != nil {
 		return 0, err.Error()
 	}

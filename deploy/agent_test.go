@@ -1,0 +1,104 @@
+package deploy_test
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// agentObjects decodes agent.yaml strictly, object by object.
+func agentObjects(t *testing.T) []runtime.Object {
+	t.Helper()
+	b, err := os.ReadFile("agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []runtime.Object
+	for i, doc := range strings.Split(string(b), "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("agent.yaml, object %d: %v", i+1, err)
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+// TestAgentManifest: the agent's least privilege, as the issue sets it:
+// host network, NET_ADMIN and NET_RAW only, a read-only root, read-only
+// access to what kube-proxy reads, probes on its health endpoints.
+func TestAgentManifest(t *testing.T) {
+	var ds *appsv1.DaemonSet
+	kinds := map[string]int{}
+	for _, obj := range agentObjects(t) {
+		kinds[obj.GetObjectKind().GroupVersionKind().Kind]++
+		switch o := obj.(type) {
+		case *appsv1.DaemonSet:
+			ds = o
+		case *rbacv1.ClusterRole:
+			for _, r := range o.Rules {
+				for _, v := range r.Verbs {
+					if !slices.Contains([]string{"get", "list", "watch"}, v) {
+						t.Errorf("ClusterRole %s may %s %v", o.Name, v, r.Resources)
+					}
+				}
+				for _, res := range r.Resources {
+					if !slices.Contains([]string{"services", "nodes", "endpointslices"}, res) {
+						t.Errorf("ClusterRole %s reads %s, which kube-proxy does not", o.Name, res)
+					}
+				}
+			}
+		case *rbacv1.Role:
+			for _, r := range o.Rules {
+				if !slices.Equal(r.Verbs, []string{"get"}) || !slices.Equal(r.ResourceNames, []string{"kube-proxy"}) {
+					t.Errorf("Role %s/%s: %+v, want get of the kube-proxy ConfigMap only", o.Namespace, o.Name, r)
+				}
+			}
+		}
+	}
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet", "Service"} {
+		if kinds[k] != 1 {
+			t.Errorf("%d %s objects, want 1", kinds[k], k)
+		}
+	}
+	if ds == nil {
+		t.Fatal("no DaemonSet")
+	}
+	spec := ds.Spec.Template.Spec
+	if !spec.HostNetwork || len(spec.Containers) != 1 {
+		t.Fatalf("hostNetwork %v, %d containers", spec.HostNetwork, len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || (sc.Privileged != nil && *sc.Privileged) {
+		t.Errorf("security context %+v", sc)
+	}
+	if sc != nil && sc.Capabilities != nil {
+		if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+			!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) {
+			t.Errorf("capabilities %+v, want all dropped but NET_ADMIN and NET_RAW", sc.Capabilities)
+		}
+	} else {
+		t.Error("no capabilities dropped")
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" ||
+		c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/livez" {
+		t.Error("probes are not /readyz and /livez")
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	}) {
+		t.Error("NODE_NAME is not the Pod's node")
+	}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists {
+		t.Errorf("tolerations %+v: the agent must run on every node", spec.Tolerations)
+	}
+}

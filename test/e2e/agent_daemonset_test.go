@@ -1,0 +1,328 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/svctrace/test/lab"
+)
+
+// TestAgentDaemonSet deploys the agent as a user would, `kubectl apply -f
+// deploy/` with the image hack/image.sh builds, on the lab cluster whose
+// kube-proxy is a DaemonSet, and has a real Prometheus scrape both agents
+// with the shipped alert rules:
+//   - both agents become ready, their scrapes pass promtool check metrics,
+//     and Prometheus scrapes both;
+//   - a burst of Service and endpoint changes fires nothing;
+//   - with kube-proxy's Pod off node1, a rule deleted there fires
+//     SvctraceDrift for node1 only, which resolves once kube-proxy is back.
+func TestAgentDaemonSet(t *testing.T) {
+	l := lab.Start(t, lab.Options{Nodes: 2, Kubelets: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	root := repoRoot(t)
+	promBin, err := lab.PrometheusTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "svctrace.tar")
+	build := exec.CommandContext(ctx, "bash", "hack/image.sh", "-o", archive, "-ref", deployImage(t, root), "-version", "e2e")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("hack/image.sh: %v\n%s", err, out)
+	}
+	if err := l.ImportImages(ctx, archive); err != nil {
+		t.Fatal(err)
+	}
+	l.Apply(t, podDeployment("web", "node2", "web", 2, false, `--tcp, "8080"`)+`---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`)
+	eps, err := l.WaitEndpoints("default", "web", 2, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeployKubeProxy("iptables", ""); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := l.Kubectl(ctx, args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	kubectl("apply", "-f", filepath.Join(root, "deploy"))
+	// A shorter grace period than the default two minutes, for the test's
+	// sake: the rest is the manifest as shipped.
+	kubectl("-n", "svctrace", "patch", "daemonset", "svctrace-agent", "--type=json",
+		`-p=[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--grace-period=15s"},`+
+			`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--interval=5s"}]`)
+	if out, err := l.Kubectl(ctx, "-n", "svctrace", "rollout", "status", "daemonset/svctrace-agent", "--timeout=3m"); err != nil {
+		pods, _ := l.Kubectl(ctx, "-n", "svctrace", "get", "pods", "-o", "wide")
+		logs, _ := l.Kubectl(ctx, "-n", "svctrace", "logs", "-l", "app.kubernetes.io/component=agent", "--tail=30")
+		t.Fatalf("agent rollout: %v\n%s\n%s\n%s", err, out, pods, logs)
+	}
+
+	agents := map[string]*agentProc{}
+	var targets []string
+	for _, n := range []string{"node1", "node2"} {
+		ns, err := l.NetNS(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agents[n] = &agentProc{client: netnsClient(ns)}
+		targets = append(targets, l.Node(n).IP+":9859")
+		m := agents[n].waitMetrics(t, 2*time.Minute, n+" healthy", func(m string) bool {
+			return sumOf(m, "svctrace_last_check_success") == 1 && sumOf(m, "svctrace_drift_findings") == 0 &&
+				sumOf(m, "svctrace_pending_findings") == 0
+		})
+		checkMetricsWithPromtool(t, promBin, m)
+	}
+
+	prom := startPrometheus(t, l, promBin, "node1", targets)
+	prom.waitQuery(t, `count(up{job="svctrace-agent"} == 1)`, "2", time.Minute)
+
+	t.Run("a burst of changes fires nothing", func(t *testing.T) {
+		for i := range 5 {
+			l.Apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Service
+metadata: {name: burst-%d, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`, i))
+		}
+		kubectl("scale", "deployment/web", "--replicas=3")
+		if _, err := l.WaitEndpoints("default", "web", 3, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if err := l.Delete("Service", "default", fmt.Sprintf("burst-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kubectl("scale", "deployment/web", "--replicas=2")
+		if _, err := l.WaitEndpoints("default", "web", 2, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		// Long enough for each agent to check several times and for
+		// Prometheus to evaluate: no alert may even be pending.
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if alerts := prom.alerts(t); len(alerts) > 0 {
+				t.Fatalf("alerts during changes kube-proxy applies: %+v", alerts)
+			}
+			time.Sleep(time.Second)
+		}
+	})
+
+	t.Run("a rule deleted on node1 fires SvctraceDrift there", func(t *testing.T) {
+		if err := l.StopKubeProxyPod("node1"); err != nil {
+			t.Fatal(err)
+		}
+		nat, err := l.Exec("node1", "iptables-save", "-t", "nat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := strings.Split(eps[0], ":")[0]
+		m := regexp.MustCompile(`(?m)^-A (KUBE-SVC-\S+) (.*--comment "default/web:http -> ` + regexp.QuoteMeta(ep) + `:8080".*)$`).FindStringSubmatch(nat)
+		if m == nil {
+			t.Fatalf("no rule of default/web:http to %s in:\n%s", ep, nat)
+		}
+		if _, err := l.Exec("node1", "sh", "-c", "iptables -t nat -D "+m[1]+" "+m[2]); err != nil {
+			t.Fatal(err)
+		}
+		node1 := l.Node("node1").IP + ":9859"
+		alerts := prom.waitAlert(t, "SvctraceDrift", "firing", 2*time.Minute)
+		if len(alerts) != 1 || alerts[0].Labels["instance"] != node1 {
+			t.Errorf("SvctraceDrift %+v, want it for %s alone", alerts, node1)
+		}
+		if err := l.StartKubeProxyPod("node1"); err != nil {
+			t.Fatal(err)
+		}
+		prom.waitNoAlerts(t, 2*time.Minute)
+	})
+}
+
+// deployImage is the image deploy/agent.yaml runs.
+func deployImage(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s+image:\s*(\S+)\s*$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("deploy/agent.yaml names no image")
+	}
+	return string(m[1])
+}
+
+// checkMetricsWithPromtool runs promtool check metrics on a scrape.
+func checkMetricsWithPromtool(t *testing.T, bin, scrape string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "promtool"), "check", "metrics")
+	cmd.Stdin = strings.NewReader(scrape)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// promProc is a Prometheus the test started in a node's namespace.
+type promProc struct{ agentProc }
+
+// startPrometheus runs Prometheus in node's namespace, scraping targets
+// every second as job svctrace-agent with the shipped rules, their for:
+// durations cut to 5 s (promtool test rules checks the real ones).
+func startPrometheus(t *testing.T, l *lab.Lab, bin, node string, targets []string) *promProc {
+	t.Helper()
+	ns, err := l.NetNS(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rules, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "prometheus", "svctrace-rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := regexp.MustCompile(`(?m)^(\s+for:) \S+$`).ReplaceAll(rules, []byte("$1 5s"))
+	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), short, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tq, _ := json.Marshal(targets)
+	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: [%s]
+scrape_configs:
+- job_name: svctrace-agent
+  static_configs: [{targets: %s}]
+`, filepath.Join(dir, "rules.yml"), tq)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "prometheus.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", ns, filepath.Join(bin, "prometheus"),
+		"--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address=127.0.0.1:9090")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("prometheus log:\n%s", tail(string(b), 30))
+			}
+		}
+	})
+	return &promProc{agentProc{client: netnsClient(ns), addr: "127.0.0.1:9090", log: logPath, cmd: cmd}}
+}
+
+// promAlert is an alert of Prometheus's /api/v1/alerts.
+type promAlert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+// alerts are Prometheus's active alerts (pending or firing).
+func (p *promProc) alerts(t *testing.T) []promAlert {
+	t.Helper()
+	code, body := p.get(t, "/api/v1/alerts")
+	if code != 200 {
+		t.Fatalf("/api/v1/alerts: %d %s", code, body)
+	}
+	var r struct {
+		Data struct {
+			Alerts []promAlert `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("/api/v1/alerts: %v: %s", err, body)
+	}
+	return r.Data.Alerts
+}
+
+// waitAlert waits until alert name is in state, and returns those alerts.
+func (p *promProc) waitAlert(t *testing.T, name, state string, timeout time.Duration) []promAlert {
+	t.Helper()
+	var last []promAlert
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
+		last = p.alerts(t)
+		var out []promAlert
+		for _, a := range last {
+			if a.Labels["alertname"] == name && a.State == state {
+				out = append(out, a)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	t.Fatalf("%s not %s within %v; alerts: %+v", name, state, timeout, last)
+	return nil
+}
+
+// waitNoAlerts waits until no alert is active.
+func (p *promProc) waitNoAlerts(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	var last []promAlert
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if last = p.alerts(t); len(last) == 0 {
+			return
+		}
+	}
+	t.Fatalf("alerts still active after %v: %+v", timeout, last)
+}
+
+// waitQuery waits until an instant query gives one sample of value want.
+func (p *promProc) waitQuery(t *testing.T, query, want string, timeout time.Duration) {
+	t.Helper()
+	var body string
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
+		var code int
+		code, body = p.get(t, "/api/v1/query?query="+url.QueryEscape(query))
+		var r struct {
+			Data struct {
+				Result []struct {
+					Value []any `json:"value"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if code == 200 && json.Unmarshal([]byte(body), &r) == nil && len(r.Data.Result) == 1 &&
+			len(r.Data.Result[0].Value) == 2 && r.Data.Result[0].Value[1] == want {
+			return
+		}
+	}
+	t.Fatalf("%s is not %s within %v: %s", query, want, timeout, body)
+}
