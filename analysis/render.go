@@ -11,17 +11,30 @@ import (
 // RenderDrift writes a drift report as text; wide adds the rules involved.
 func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 	for _, n := range r.Nodes {
+		if n.Error != "" {
+			fmt.Fprintf(w, "node %s: not read: %s\n", n.Name, n.Error)
+			continue
+		}
 		mode := n.Mode
 		if mode == "" {
 			mode = "unknown mode"
 		} else {
 			mode += " mode"
 		}
-		fmt.Fprintf(w, "node %s (%s): %s checked, %s\n", n.Name, mode,
-			wording.Count(n.Frontends, "frontend", "frontends"), wording.Count(n.Findings, "finding", "findings"))
+		pending := ""
+		if n.Pending > 0 {
+			pending = fmt.Sprintf(" (%s waiting for kube-proxy's next sync)", wording.Count(n.Pending, "difference", "differences"))
+		}
+		fmt.Fprintf(w, "node %s (%s): %s checked, %s%s\n", n.Name, mode,
+			wording.Count(n.Frontends, "frontend", "frontends"), wording.Count(n.Findings, "finding", "findings"), pending)
 	}
 	if len(r.Findings) == 0 {
-		fmt.Fprintln(w, "no drift")
+		if u := len(r.Unreadable()); u > 0 {
+			fmt.Fprintf(w, "no drift on the %s read; %s not read\n",
+				wording.Count(len(r.Nodes)-u, "node", "nodes"), wording.Count(u, "node", "nodes"))
+		} else {
+			fmt.Fprintln(w, "no drift")
+		}
 	}
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "\n%s  node=%s", f.Type, f.Node)

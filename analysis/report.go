@@ -27,6 +27,14 @@ type NodeSummary struct {
 	Frontends int      `json:"frontends"`
 	Findings  int      `json:"findings"`
 	Inferred  []string `json:"inferred,omitempty"`
+	// Pending counts the differences that wait for kube-proxy's next
+	// sync (a node agent's report), which are not drift.
+	Pending int `json:"pending,omitempty"`
+	// BytesRead is how much was read from the node (from its agent).
+	BytesRead int `json:"bytesRead,omitempty"`
+	// Error is why the node could not be read (its other fields are then
+	// empty).
+	Error string `json:"error,omitempty"`
 }
 
 // NewDriftReport returns an empty report with its type set.

@@ -28,11 +28,12 @@ type agentOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	opts        agent.Options
 	listen      string
+	socket      string
 }
 
 func newAgentCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &agentOptions{IOStreams: streams, configFlags: genericclioptions.NewConfigFlags(true),
-		opts: agent.DefaultOptions(os.Getenv("NODE_NAME")), listen: defaultAgentAddress}
+		opts: agent.DefaultOptions(os.Getenv("NODE_NAME")), listen: defaultAgentAddress, socket: agent.DefaultSocket}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: check this node for drift continuously and export it to Prometheus",
@@ -49,7 +50,9 @@ then it is a pending finding. A kube-proxy that has not synced for
 
 It serves /metrics (svctrace_* metrics of the last check; a scrape never reads
 the kernel), /livez, /readyz (the objects listed and a check done) and a
-landing page at /.`,
+landing page at /. Its full report (findings with their rules and client
+addresses) is served only on a Unix socket in its Pod (--socket), which
+"agent report" reads: the CLI runs that in the Pod through the API server.`,
 		Example: `  # On a node, as root, with the node's name
   kubectl-svctrace agent --node "$(hostname)" --kubeconfig /etc/kubernetes/kubelet.conf`,
 		Args: cobra.NoArgs,
@@ -71,6 +74,24 @@ landing page at /.`,
 	f.DurationVar(&o.opts.Grace, "grace-period", o.opts.Grace, "A difference that lasts this long is drift whatever kube-proxy's metrics say")
 	f.DurationVar(&o.opts.StallAfter, "stall-after", o.opts.StallAfter, "Report kube-proxy as stalled when changes have waited this long for a sync")
 	f.StringVar(&o.opts.KubeProxyMetrics, "kube-proxy-metrics-address", o.opts.KubeProxyMetrics, "Where the node's kube-proxy serves /metrics and /configz")
+	f.StringVar(&o.socket, "socket", o.socket, "Unix socket to serve the full report on (\"\": none)")
+	cmd.AddCommand(newAgentReportCommand(streams))
+	return cmd
+}
+
+// newAgentReportCommand prints the report of the agent running beside it
+// (in its Pod): what the CLI reads from each node for drift --all-nodes.
+func newAgentReportCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	socket := agent.DefaultSocket
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Print the report of the agent running beside this command (JSON)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return agent.ReadReport(cmd.Context(), socket, streams.Out)
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", socket, "The agent's Unix socket")
 	return cmd
 }
 
@@ -116,6 +137,13 @@ func (o *agentOptions) run(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving", "address", ln.Addr().String(), "node", o.opts.Node)
+	if o.socket != "" {
+		go func() {
+			if err := agent.ServeSocket(ctx, o.socket, a.Status); err != nil {
+				log.Error("serving the report socket", "err", err)
+			}
+		}()
+	}
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(ctx) }()
 	select {

@@ -94,8 +94,8 @@ func (o *collectOptions) validate() error {
 		}
 		return nil
 	}
-	if !o.local {
-		return fmt.Errorf("give dumps to import (--iptables-save FILE, --nft-json FILE) or --local to read this node")
+	if o.snapshotFile != "" {
+		return fmt.Errorf("collect reads a node (--local, or through its agent) or imports dumps: --snapshot is for the other commands")
 	}
 	return o.commonOptions.validate()
 }

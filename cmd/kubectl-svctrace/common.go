@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -42,6 +43,8 @@ type commonOptions struct {
 	// while the kernel's rules are still being dumped, into models.
 	prepareModel bool
 	models       []*analysis.Model
+	// fanOut (drift --all-nodes) reads every node: no --node is needed.
+	fanOut bool
 }
 
 func newCommonOptions(streams genericiooptions.IOStreams) *commonOptions {
@@ -88,13 +91,35 @@ func (o *commonOptions) validate() error {
 	if o.snapshotFile != "" && o.local {
 		return fmt.Errorf("--snapshot and --local exclude each other")
 	}
-	if o.snapshotFile == "" && !o.local {
-		return fmt.Errorf("no node state: give --snapshot FILE, or run on the node with --local")
-	}
 	if o.local && o.node == "" {
 		return fmt.Errorf("--local needs --node NAME: the node this network namespace is")
 	}
+	if !o.fanOut {
+		return o.remoteNeedsNode()
+	}
 	return nil
+}
+
+// remoteNeedsNode is the error of a command that reads a node through its
+// agent without being told which.
+func (o *commonOptions) remoteNeedsNode() error {
+	if o.snapshotFile == "" && !o.local && o.node == "" {
+		return fmt.Errorf("no node given: --node NAME reads that node through its svctrace agent (or give --snapshot FILE, or run on the node with --local)")
+	}
+	return nil
+}
+
+// remote reads nodes through Pods on them, with the kubeconfig's access.
+func (o *commonOptions) remote() (inspect.Remote, error) {
+	cfg, err := restConfig(o.configFlags)
+	if err != nil {
+		return inspect.Remote{}, err
+	}
+	cs, err := newClientset(o.configFlags)
+	if err != nil {
+		return inspect.Remote{}, err
+	}
+	return inspect.Remote{Config: cfg, Client: cs}, nil
 }
 
 // snapshot returns the snapshot to work on: from the file, or live (API
@@ -172,9 +197,15 @@ func (o *commonOptions) pickNode(s *snapshot.Snapshot) error {
 func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 		Metadata: snapshot.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + version}}
-	// The kernel's rules are read while the API objects are listed.
-	rules := inspect.ReadRules(ctx)
-	pc, pcErr := inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
+	// The kernel's rules are read while the API objects are listed; from
+	// a workstation, the node's are read through its agent after.
+	var rules func() inspect.Rules
+	var pc snapshot.ProxyConfig
+	pcErr := errors.New("kube-proxy's /configz is read on the node")
+	if o.local {
+		rules = inspect.ReadRules(ctx)
+		pc, pcErr = inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
+	}
 	if o.objectsFile != "" {
 		c, notes, err := decodeObjectsFile(o.objectsFile)
 		if err != nil {
@@ -195,7 +226,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		}
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
-		if pcErr != nil {
+		if o.local && pcErr != nil {
 			// The running kube-proxy's /configz beats the ConfigMap,
 			// which flags on its command line may override.
 			var note string
@@ -212,12 +243,48 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 	}
 	// The conntrack table is read only for the Services' addresses and
 	// the node's own (NodePorts), so a full table stays out of memory.
+	if !o.local {
+		return o.remoteNodeState(ctx, s)
+	}
 	node, lnotes, err := inspect.CollectLocal(ctx, o.node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(s.Cluster), Rules: rules})
 	if err != nil {
 		return nil, err
 	}
 	s.Metadata.Notes = append(s.Metadata.Notes, lnotes...)
 	node.KubeProxy = pc
+	s.Nodes = append(s.Nodes, node)
+	return s, nil
+}
+
+// remoteNodeState reads the node's kernel state through its agent's Pod
+// into s, and kube-proxy's settings with it (its /configz, on the node),
+// else from its ConfigMap.
+func (o *commonOptions) remoteNodeState(ctx context.Context, s *snapshot.Snapshot) (*snapshot.Snapshot, error) {
+	r, err := o.remote()
+	if err != nil {
+		return nil, err
+	}
+	pod, err := r.AgentPod(ctx, o.node)
+	if err != nil {
+		return nil, err
+	}
+	node, notes, _, err := r.NodeState(ctx, pod, inspect.AgentContainer, o.node, inspect.ServiceAddrs(s.Cluster))
+	if err != nil {
+		return nil, err
+	}
+	if node.KubeProxy.Source == "" {
+		pc, note, err := inspect.ProxyConfigFromAPI(ctx, r.Client)
+		if err != nil {
+			return nil, err
+		}
+		node.KubeProxy = pc
+		notes = append(notes, note)
+	}
+	for _, n := range notes {
+		if n != "" {
+			s.Metadata.Notes = append(s.Metadata.Notes, fmt.Sprintf("node %s: %s", o.node, n))
+		}
+	}
 	s.Nodes = append(s.Nodes, node)
 	return s, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -12,8 +13,10 @@ import (
 
 type driftOptions struct {
 	*commonOptions
-	allNodes bool
-	ref      *analysis.ServiceRef
+	allNodes    bool
+	ref         *analysis.ServiceRef
+	concurrency int
+	nodeTimeout time.Duration
 }
 
 func newDriftCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -31,7 +34,15 @@ NoEndpointsRuleMismatch), plus text-level checks: OrphanChain, LeftoverRules
 iptables-legacy and iptables-nft). The comparison is on behaviour, never on
 rule text, so another kube-proxy release's layout raises nothing.
 
-Exit codes: 0 no drift, 1 drift found, 2 error.`,
+Without --snapshot or --local, the nodes are read from a workstation through
+the svctrace agent on each (deploy/agent.yaml), by exec through the API
+server: --node N reads node N's state and checks it here; --all-nodes asks
+every node's agent for its own check, which already tells kube-proxy's lag
+from drift, many nodes at once (--max-concurrent, --node-timeout). A node
+that cannot be read is reported with its error, and the others are checked.
+
+Exit codes: 0 no drift, 1 drift found, 2 error, 3 no drift found but some
+nodes could not be read.`,
 		Example: `  kubectl svctrace drift --snapshot snapshot.yaml --all-nodes
   kubectl svctrace drift default/nginx --snapshot snapshot.yaml --node node1 -o yaml
   kubectl svctrace drift --local --node "$(hostname)"`,
@@ -47,7 +58,9 @@ Exit codes: 0 no drift, 1 drift found, 2 error.`,
 		},
 	}
 	o.addFlags(cmd, true)
-	cmd.Flags().BoolVar(&o.allNodes, "all-nodes", false, "Check every node in the snapshot")
+	cmd.Flags().BoolVar(&o.allNodes, "all-nodes", false, "Check every node: of the snapshot, or of the cluster through their agents")
+	cmd.Flags().IntVar(&o.concurrency, "max-concurrent", 16, "With --all-nodes from a workstation: nodes read at once")
+	cmd.Flags().DurationVar(&o.nodeTimeout, "node-timeout", time.Minute, "With --all-nodes from a workstation: how long one node may take")
 	return cmd
 }
 
@@ -70,12 +83,22 @@ func (o *driftOptions) validate() error {
 		return errors.New("--all-nodes and --node exclude each other")
 	}
 	if o.allNodes && o.local {
-		return errors.New("--all-nodes needs a snapshot: --local reads one node")
+		return errors.New("--all-nodes reads every node, through their agents or from a snapshot: --local reads only the node it runs on")
 	}
+	if o.concurrency < 1 {
+		return fmt.Errorf("--max-concurrent %d: want 1 or more", o.concurrency)
+	}
+	if o.nodeTimeout <= 0 {
+		return fmt.Errorf("--node-timeout %v: want a positive duration", o.nodeTimeout)
+	}
+	o.fanOut = o.allNodes
 	return o.commonOptions.validate()
 }
 
 func (o *driftOptions) run(cmd *cobra.Command) error {
+	if o.allNodes && o.snapshotFile == "" {
+		return o.runAllNodes(cmd.Context())
+	}
 	o.prepareModel = true
 	s, err := o.snapshot(cmd.Context())
 	if err != nil {

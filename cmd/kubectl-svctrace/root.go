@@ -52,8 +52,10 @@ Data planes read:
              to which backend, and which still go to a backend that is gone
 
 Node state comes from --snapshot FILE (made by "collect", or attached to a bug
-report; no cluster needed) or, on the node itself, from --local (the current
-network namespace), with the API objects from the kubeconfig or --objects FILE.
+report; no cluster needed); on the node itself, from --local (the current
+network namespace); or, from a workstation, through the svctrace agent on the
+node (deploy/agent.yaml), by exec through the API server, with --node N. The API
+objects come from the kubeconfig or --objects FILE.
 
 Exit codes:
   0  success; for drift: no drift found
@@ -61,7 +63,9 @@ Exit codes:
      "reconcile conntrack" dry run (or left after --apply)
   2  error: bad input (a flag, a Service reference, an unreadable or damaged
      dump or snapshot), or a Service, port, namespace or node that is not
-     there`
+     there
+  3  drift --all-nodes through the agents: no drift found on the nodes read,
+     but some nodes could not be read (each is listed with its error)`
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root, _ := newRootCommandProfiled(streams)
@@ -92,7 +96,7 @@ func newRootCommandProfiled(streams genericiooptions.IOStreams) (*cobra.Command,
 	drift := newDriftCommand(streams)
 	drift.ValidArgsFunction = completeServiceArg(false)
 	root.AddCommand(explain, newTraceCommand(streams), drift, newCollectCommand(streams),
-		newReconcileCommand(streams), newAgentCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
+		newReconcileCommand(streams), newAgentCommand(streams), newNodeStateCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
 	prof := &profiler{}
 	prof.addFlags(root)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }

@@ -68,6 +68,24 @@ spec:
 		}
 		return out
 	}
+	// A workstation's view: the CLI in the control plane's namespace, on
+	// no node, with only the kubeconfig.
+	bin := buildSvctrace(t)
+	cli := func(args ...string) (string, int) {
+		t.Helper()
+		argv := append([]string{"netns", "exec", l.ControlPlaneNetNS(), bin}, args...)
+		out, err := exec.CommandContext(ctx, "ip", append(argv, "--kubeconfig", l.Kubeconfig)...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	if out, code := cli("drift", "--node", "node1"); code != 2 || !strings.Contains(out, "no svctrace agent Pod runs there") ||
+		!strings.Contains(out, "kubectl apply -f deploy/") {
+		t.Errorf("drift --node node1 without an agent: exit %d\n%s", code, out)
+	}
 	kubectl("apply", "-f", filepath.Join(root, "deploy"))
 	// A shorter grace period than the default two minutes, for the test's
 	// sake: the rest is the manifest as shipped.
@@ -95,6 +113,35 @@ spec:
 		})
 		checkMetricsWithPromtool(t, promBin, m)
 	}
+
+	t.Run("the CLI reads the nodes through their agents", func(t *testing.T) {
+		if out, code := cli("drift", "--all-nodes", "-A"); code != 0 || !strings.Contains(out, "no drift") ||
+			!strings.Contains(out, "node node1 (iptables mode)") || !strings.Contains(out, "node node2 (iptables mode)") {
+			t.Errorf("drift --all-nodes: exit %d\n%s", code, out)
+		}
+		if out, code := cli("drift", "--all-nodes", "default/wbe"); code != 2 || !strings.Contains(out, "did you mean web") {
+			t.Errorf("drift --all-nodes of a typo: exit %d\n%s", code, out)
+		}
+		out, code := cli("explain", "default/web", "--node", "node2")
+		if code != 0 || !strings.Contains(out, "Service default/web on node node2 (iptables mode)") || !strings.Contains(out, eps[0]) {
+			t.Errorf("explain --node node2: exit %d\n%s", code, out)
+		}
+		ip, err := l.ClusterIP("default", "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, code = cli("trace", "--node", "node2", "--src", "10.244.0.77", "--dst", ip+":80")
+		if code != 0 || !strings.Contains(out, eps[0]) || !strings.Contains(out, eps[1]) {
+			t.Errorf("trace --node node2: exit %d\n%s", code, out)
+		}
+		snap := filepath.Join(t.TempDir(), "node2.snap")
+		if out, code := cli("collect", "--node", "node2", "-f", snap); code != 0 {
+			t.Errorf("collect --node node2: exit %d\n%s", code, out)
+		}
+		if out, code := cli("drift", "--snapshot", snap, "-A"); code != 0 || !strings.Contains(out, "no drift") {
+			t.Errorf("drift of the collected snapshot: exit %d\n%s", code, out)
+		}
+	})
 
 	prom := startPrometheus(t, l, promBin, "node1", targets)
 	prom.waitQuery(t, `count(up{job="svctrace-agent"} == 1)`, "2", time.Minute)
@@ -142,7 +189,12 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		ep := strings.Split(eps[0], ":")[0]
+		// The burst scaled the Deployment: its Pods may be others now.
+		cur, err := l.WaitEndpoints("default", "web", 2, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := strings.Split(cur[0], ":")[0]
 		m := regexp.MustCompile(`(?m)^-A (KUBE-SVC-\S+) (.*--comment "default/web:http -> ` + regexp.QuoteMeta(ep) + `:8080".*)$`).FindStringSubmatch(nat)
 		if m == nil {
 			t.Fatalf("no rule of default/web:http to %s in:\n%s", ep, nat)
@@ -154,6 +206,11 @@ spec:
 		alerts := prom.waitAlert(t, "SvctraceDrift", "firing", 2*time.Minute)
 		if len(alerts) != 1 || alerts[0].Labels["instance"] != node1 {
 			t.Errorf("SvctraceDrift %+v, want it for %s alone", alerts, node1)
+		}
+		out, code := cli("drift", "--all-nodes", "-A")
+		if code != 1 || !strings.Contains(out, "MissingEndpoint  node=node1 service=default/web:http") ||
+			!regexp.MustCompile(`node node2 \(iptables mode\): \d+ frontends? checked, 0 findings`).MatchString(out) {
+			t.Errorf("drift --all-nodes after the rule was deleted: exit %d\n%s", code, out)
 		}
 		if err := l.StartKubeProxyPod("node1"); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/inspect"
+)
+
+// NodeReport is one node's agent report as the CLI read it, or why it could
+// not be read.
+type NodeReport struct {
+	Node   string
+	Report Report
+	// Bytes is how much was read from the node.
+	Bytes int
+	Err   error
+}
+
+// FanOut tunes ReadReports.
+type FanOut struct {
+	// Concurrency bounds the nodes read at once; Timeout bounds each.
+	Concurrency int
+	Timeout     time.Duration
+	// Progress, when set, is told how many nodes are done, of how many.
+	Progress func(done, total int)
+}
+
+// ReadReports asks the agent on each node for its report, through the API
+// server (exec of "agent report" in the agent's Pod), many nodes at once.
+// A node that cannot be read has its error, and the others are read.
+func ReadReports(ctx context.Context, r inspect.Remote, nodes []string, o FanOut) []NodeReport {
+	out := make([]NodeReport, len(nodes))
+	workers := max(1, min(o.Concurrency, len(nodes)))
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(nodes) {
+					return
+				}
+				out[i] = readReport(ctx, r, nodes[i], o.Timeout)
+				if o.Progress != nil {
+					o.Progress(int(done.Add(1)), len(nodes))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func readReport(ctx context.Context, r inspect.Remote, node string, timeout time.Duration) NodeReport {
+	nr := NodeReport{Node: node}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	pod, err := r.AgentPod(ctx, node)
+	if err != nil {
+		nr.Err = err
+		return nr
+	}
+	data, err := r.Exec(ctx, pod, inspect.AgentContainer, []string{inspect.AgentBinary, "agent", "report"}, nil)
+	nr.Bytes = len(data)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		nr.Err = fmt.Errorf("no answer from the agent Pod %s within %v", pod.Name, timeout)
+		return nr
+	}
+	if err != nil {
+		nr.Err = err
+		return nr
+	}
+	if err := json.Unmarshal(data, &nr.Report); err != nil {
+		nr.Err = fmt.Errorf("the report of agent Pod %s: %w", pod.Name, err)
+		return nr
+	}
+	if !nr.Report.Ready {
+		why := "it has not checked the node yet"
+		if nr.Report.Error != "" {
+			why = "its checks fail: " + nr.Report.Error
+		}
+		nr.Err = fmt.Errorf("the agent Pod %s is not ready: %s", pod.Name, why)
+	}
+	return nr
+}
+
+// Findings is the node's report as the drift report takes it.
+func (n NodeReport) Findings() analysis.NodeFindings {
+	f := analysis.NodeFindings{Node: n.Node, Err: n.Err, BytesRead: n.Bytes}
+	if n.Err != nil {
+		return f
+	}
+	r := n.Report
+	f.Mode, f.Backend, f.Frontends, f.Drift, f.Pending = r.Mode, r.Backend, r.Frontends, r.Drift, len(r.Pending)
+	f.Notes = append(f.Notes, r.Notes...)
+	if r.Error != "" {
+		f.Notes = append(f.Notes, fmt.Sprintf("the agent's last check failed (%s): its findings are from %s", r.Error, r.CheckedAt.Format(time.RFC3339)))
+	}
+	if r.KubeProxyStalled {
+		f.Notes = append(f.Notes, fmt.Sprintf("kube-proxy has left changes waiting for %v without a successful sync", r.KubeProxyLag.Round(time.Second)))
+	}
+	return f
+}

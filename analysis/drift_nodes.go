@@ -1,0 +1,71 @@
+package analysis
+
+import (
+	"fmt"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// NodeFindings is what a node's agent found (see the agent's report), or
+// why the node could not be read.
+type NodeFindings struct {
+	Node      string
+	Mode      string
+	Backend   string
+	Frontends int
+	// Drift are the findings that outlived kube-proxy's sync; Pending
+	// (kube-proxy's lag) are counted, not reported as drift.
+	Drift   []behavior.Finding
+	Pending int
+	Notes   []string
+	// BytesRead is how much was read from the node.
+	BytesRead int
+	// Err is why the node could not be read.
+	Err error
+}
+
+// DriftOfNodes is the drift report of nodes that were checked where they
+// run (each by its agent), for the scope: c holds the API objects, to
+// resolve the scope (a Service or namespace that does not exist is an
+// error with close matches, never "no drift"). A node that could not be
+// read is in the report with its error, and every other node is reported.
+func DriftOfNodes(c *snapshot.Cluster, o DriftOptions, nodes []NodeFindings) (*DriftReport, error) {
+	scope, err := o.Scope.resolve(c)
+	if err != nil {
+		return nil, err
+	}
+	r := NewDriftReport()
+	for _, n := range nodes {
+		sum := NodeSummary{Name: n.Node, Mode: n.Mode, Backend: n.Backend, BytesRead: n.BytesRead}
+		if n.Err != nil {
+			sum.Error = n.Err.Error()
+			r.Nodes = append(r.Nodes, sum)
+			continue
+		}
+		sum.Frontends, sum.Pending = n.Frontends, n.Pending
+		for _, f := range n.Drift {
+			if scope.Wants(f.Service) {
+				r.Findings = append(r.Findings, f)
+				sum.Findings++
+			}
+		}
+		r.Nodes = append(r.Nodes, sum)
+		for _, note := range n.Notes {
+			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n.Node, note))
+		}
+	}
+	r.Findings = behavior.Merge(r.Findings)
+	return r, nil
+}
+
+// Unreadable are the nodes of the report that could not be read.
+func (r *DriftReport) Unreadable() []string {
+	var out []string
+	for _, n := range r.Nodes {
+		if n.Error != "" {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package analysis_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/snapshot/snapshottest"
+)
+
+// TestDriftOfNodes puts agents' reports together: findings in scope only,
+// a node that could not be read listed with its error, a Service that is
+// not there an error with its close match.
+func TestDriftOfNodes(t *testing.T) {
+	c := snapshottest.Node(3, 1).Cluster
+	nodes := []analysis.NodeFindings{
+		{Node: "node1", Mode: "iptables", Backend: "legacy", Frontends: 3, Pending: 2, BytesRead: 900, Drift: []behavior.Finding{
+			{Type: behavior.MissingEndpoint, Node: "node1", Service: "ns-1/svc-1:http", Message: "m1"},
+			{Type: behavior.StaleFrontend, Node: "node1", Service: "ns-2/svc-2:http", Message: "m2"},
+		}},
+		{Node: "node2", Err: errors.New("no svctrace agent Pod runs there")},
+	}
+	r, err := analysis.DriftOfNodes(c, analysis.DriftOptions{}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 2 || len(r.Nodes) != 2 || r.Nodes[0].Findings != 2 || r.Nodes[0].Pending != 2 || r.Nodes[0].BytesRead != 900 {
+		t.Fatalf("%+v", r)
+	}
+	if u := r.Unreadable(); len(u) != 1 || u[0] != "node2" || r.Nodes[1].Error == "" {
+		t.Errorf("unreadable %v, node2 %+v", u, r.Nodes[1])
+	}
+	var b strings.Builder
+	analysis.RenderDrift(&b, r, false)
+	for _, want := range []string{"node node1 (iptables mode): 3 frontends checked, 2 findings (2 differences waiting for kube-proxy's next sync)",
+		"node node2: not read: no svctrace agent Pod runs there", "MissingEndpoint  node=node1 service=ns-1/svc-1:http"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+
+	ref, err := analysis.ParseServiceRef("ns-1/svc-1", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = analysis.DriftOfNodes(c, analysis.DriftOptions{Scope: analysis.Scope{Service: &ref}}, nodes[:1])
+	if err != nil || len(r.Findings) != 1 || r.Findings[0].Service != "ns-1/svc-1:http" {
+		t.Errorf("scoped to ns-1/svc-1: %+v, %v", r, err)
+	}
+	b.Reset()
+	r, err = analysis.DriftOfNodes(c, analysis.DriftOptions{}, []analysis.NodeFindings{{Node: "node1", Frontends: 3}, nodes[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	analysis.RenderDrift(&b, r, false)
+	if !strings.Contains(b.String(), "no drift on the 1 node read; 1 node not read") || strings.Contains(b.String(), "\nno drift\n") {
+		t.Errorf("some nodes unread:\n%s", b.String())
+	}
+
+	typo, err := analysis.ParseServiceRef("ns-1/svc-11", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := analysis.DriftOfNodes(c, analysis.DriftOptions{Scope: analysis.Scope{Service: &typo}}, nodes); err == nil ||
+		!strings.Contains(err.Error(), "svc-1") {
+		t.Errorf("a Service that is not there: %v", err)
+	}
+}

@@ -1,0 +1,129 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// From a workstation, a node's state is read by a Pod on the node: the
+// node agent's (deploy/agent.yaml), through the API server as kubectl exec
+// does, so that its authentication, authorization and audit apply. The
+// command run there is svctrace's own (node-state, agent report).
+
+// Where the agent runs, as deploy/agent.yaml deploys it.
+const (
+	AgentNamespace = "svctrace"
+	AgentSelector  = "app.kubernetes.io/name=svctrace,app.kubernetes.io/component=agent"
+	AgentContainer = "agent"
+	// AgentBinary is svctrace's binary in its image.
+	AgentBinary = "kubectl-svctrace"
+)
+
+// Remote reads nodes' state through Pods on them.
+type Remote struct {
+	Config *rest.Config
+	Client kubernetes.Interface
+}
+
+// ErrNoAgent is the error of a node without a running agent Pod.
+type ErrNoAgent struct{ Node, Why string }
+
+func (e *ErrNoAgent) Error() string {
+	return fmt.Sprintf("node %s: %s; deploy the agent (kubectl apply -f deploy/, see the README), or read the node on it with --local", e.Node, e.Why)
+}
+
+// AgentPod is the running agent Pod on node.
+func (r Remote) AgentPod(ctx context.Context, node string) (*corev1.Pod, error) {
+	pods, err := r.Client.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: AgentSelector,
+		FieldSelector: "spec.nodeName=" + node})
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("node %s: cannot list the agent's Pods in namespace %s (forbidden by RBAC: the CLI needs get and list of pods, and create of pods/exec, there; deploy/cli-rbac.yaml has the roles): %w", node, AgentNamespace, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node %s: finding the agent's Pod: %w", node, err)
+	}
+	var why string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			return p, nil
+		}
+		why = fmt.Sprintf("its agent Pod %s is %s", p.Name, p.Status.Phase)
+	}
+	if why == "" {
+		why = fmt.Sprintf("no svctrace agent Pod runs there (namespace %s, labels %s)", AgentNamespace, AgentSelector)
+	}
+	return nil, &ErrNoAgent{Node: node, Why: why}
+}
+
+// Exec runs argv in a container of a Pod, with stdin, and returns its
+// standard output; a failure carries its standard error.
+func (r Remote) Exec(ctx context.Context, pod *corev1.Pod, container string, argv []string, stdin io.Reader) ([]byte, error) {
+	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
+	if err != nil {
+		return nil, err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(r.Config, "POST", req.URL())
+	if err != nil {
+		return nil, err
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("exec in Pod %s/%s is forbidden by RBAC (the CLI needs create of pods/exec there): %w", pod.Namespace, pod.Name, err)
+		}
+		if msg != "" {
+			return nil, fmt.Errorf("%s in Pod %s/%s: %w: %s", strings.Join(argv, " "), pod.Namespace, pod.Name, err, msg)
+		}
+		return nil, fmt.Errorf("%s in Pod %s/%s: %w", strings.Join(argv, " "), pod.Namespace, pod.Name, err)
+	}
+	return stdout.Bytes(), nil
+}
+
+// NodeState reads the kernel state of the node a Pod runs on, as
+// CollectLocal does there (svctrace's node-state command), keeping the
+// conntrack entries to the addresses dst; bytes is how much was read.
+func (r Remote) NodeState(ctx context.Context, pod *corev1.Pod, container, node string, dst []netip.Addr) (snapshot.NodeState, []string, int, error) {
+	var in strings.Builder
+	for _, a := range dst {
+		in.WriteString(a.String())
+		in.WriteByte('\n')
+	}
+	out, err := r.Exec(ctx, pod, container, []string{AgentBinary, "node-state", "--node", node, "--conntrack-dst-stdin"}, strings.NewReader(in.String()))
+	if err != nil {
+		return snapshot.NodeState{}, nil, 0, fmt.Errorf("node %s: reading its state: %w", node, err)
+	}
+	s, err := snapshot.Decode(out)
+	if err != nil {
+		return snapshot.NodeState{}, nil, len(out), fmt.Errorf("node %s: the state Pod %s/%s sent: %w", node, pod.Namespace, pod.Name, err)
+	}
+	if len(s.Nodes) != 1 || s.Nodes[0].Name != node {
+		return snapshot.NodeState{}, nil, len(out), fmt.Errorf("node %s: Pod %s/%s sent the state of %d nodes, not of %s", node, pod.Namespace, pod.Name, len(s.Nodes), node)
+	}
+	return s.Nodes[0], s.Metadata.Notes, len(out), nil
+}
