@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/svctrace/svctrace/analysis"
@@ -23,48 +21,19 @@ type NodeReport struct {
 	Err   error
 }
 
-// FanOut tunes ReadReports.
-type FanOut struct {
-	// Concurrency bounds the nodes read at once; Timeout bounds each.
-	Concurrency int
-	Timeout     time.Duration
-	// Progress, when set, is told how many nodes are done, of how many.
-	Progress func(done, total int)
-}
-
 // ReadReports asks the agent on each node for its report, through the API
 // server (exec of "agent report" in the agent's Pod), many nodes at once.
 // A node that cannot be read has its error, and the others are read.
-func ReadReports(ctx context.Context, r inspect.Remote, nodes []string, o FanOut) []NodeReport {
+func ReadReports(ctx context.Context, r inspect.Remote, nodes []string, o inspect.FanOut) []NodeReport {
 	out := make([]NodeReport, len(nodes))
-	workers := max(1, min(o.Concurrency, len(nodes)))
-	var next, done atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(nodes) {
-					return
-				}
-				out[i] = readReport(ctx, r, nodes[i], o.Timeout)
-				if o.Progress != nil {
-					o.Progress(int(done.Add(1)), len(nodes))
-				}
-			}
-		})
-	}
-	wg.Wait()
+	inspect.ForEachNode(ctx, nodes, o, func(ctx context.Context, i int, node string) {
+		out[i] = readReport(ctx, r, node, o.Timeout)
+	})
 	return out
 }
 
 func readReport(ctx context.Context, r inspect.Remote, node string, timeout time.Duration) NodeReport {
 	nr := NodeReport{Node: node}
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
 	pod, err := r.AgentPod(ctx, node)
 	if err != nil {
 		nr.Err = err

@@ -94,8 +94,9 @@ func (r Remote) Exec(ctx context.Context, pod *corev1.Pod, container string, arg
 	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
-		if apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("exec in Pod %s/%s is forbidden by RBAC (the CLI needs create of pods/exec there): %w", pod.Namespace, pod.Name, err)
+		// A refused upgrade carries the API's message, not its status.
+		if apierrors.IsForbidden(err) || strings.Contains(err.Error(), "is forbidden") {
+			return nil, fmt.Errorf("exec in Pod %s/%s is forbidden by RBAC (the CLI needs create of pods/exec there; deploy/cli-rbac.yaml has the roles): %w", pod.Namespace, pod.Name, err)
 		}
 		if msg != "" {
 			return nil, fmt.Errorf("%s in Pod %s/%s: %w: %s", strings.Join(argv, " "), pod.Namespace, pod.Name, err, msg)

@@ -10,6 +10,7 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/wording"
 )
 
 type collectOptions struct {
@@ -62,6 +63,7 @@ comments and chain hashes.`,
 		},
 	}
 	o.addFlags(cmd, true)
+	o.addNodesFlags(cmd, "From a workstation: every node of the cluster, through their agents, into one snapshot")
 	cmd.Flags().StringVarP(&o.outFile, "filename", "f", "", "Write the snapshot here: binary (.snap; loads fastest, and in part for one Service) unless the name ends in .yaml or .json; - for YAML on stdout")
 	cmd.Flags().StringSliceVar(&o.iptablesSave, "iptables-save", nil, "Import: iptables-save output (or iptables -S lines) of the node")
 	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
@@ -85,8 +87,11 @@ func (o *collectOptions) validate() error {
 	if o.appendNode && o.outFile == "-" {
 		return fmt.Errorf("--append needs a snapshot file, not stdout")
 	}
-	if o.node == "" {
-		return fmt.Errorf("--node is required")
+	if o.node == "" && !o.allNodes {
+		return fmt.Errorf("--node is required (or --all-nodes, through the nodes' agents)")
+	}
+	if o.allNodes && (o.importing() || o.appendNode) {
+		return fmt.Errorf("--all-nodes reads every node through its agent: it excludes importing dumps and --append")
 	}
 	if o.importing() {
 		if o.local || o.snapshotFile != "" {
@@ -130,6 +135,9 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
+	if o.allNodes && len(s.Nodes) == 0 {
+		return fmt.Errorf("no node could be read: %v", o.unread[0].Err)
+	}
 	if err := analysis.ValidateDumps(s); err != nil {
 		return err
 	}
@@ -153,6 +161,16 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 	}
 	if err := snapshot.Save(s, o.outFile); err != nil {
 		return err
+	}
+	if o.allNodes {
+		fmt.Fprintf(o.ErrOut, "wrote snapshot of %s to %s\n", wording.Count(len(s.Nodes), "node", "nodes"), o.outFile)
+		for _, n := range o.unread {
+			fmt.Fprintf(o.ErrOut, "node %s: not read: %v\n", n.Node, n.Err)
+		}
+		if len(o.unread) > 0 {
+			return &exitCodeError{code: exitUnreadable}
+		}
+		return nil
 	}
 	fmt.Fprintf(o.ErrOut, "wrote snapshot of node %s to %s\n", o.node, o.outFile)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,8 +44,18 @@ type commonOptions struct {
 	// while the kernel's rules are still being dumped, into models.
 	prepareModel bool
 	models       []*analysis.Model
-	// fanOut (drift --all-nodes) reads every node: no --node is needed.
-	fanOut bool
+	// allNodes reads every node (of the snapshot, or of the cluster from
+	// a workstation), concurrency at once, each within nodeTimeout;
+	// unread are the nodes that could not be read.
+	allNodes    bool
+	concurrency int
+	nodeTimeout time.Duration
+	unread      []analysis.NodeFindings
+	// helper reads a node through a short-lived helper Pod instead of
+	// its agent.
+	helper          bool
+	helperImage     string
+	helperNamespace string
 }
 
 func newCommonOptions(streams genericiooptions.IOStreams) *commonOptions {
@@ -61,6 +72,9 @@ func (o *commonOptions) addFlags(cmd *cobra.Command, withNode bool) {
 	cmd.Flags().StringSliceVar(&o.clusterCIDR, "cluster-cidr", nil, "kube-proxy's --cluster-cidr, when it can be read neither from the cluster nor from the rules")
 	cmd.Flags().StringVar(&o.objectsFile, "objects", "", "API objects from this file (a v1 List or YAML stream of Nodes, Services, EndpointSlices, Pods) instead of the cluster")
 	cmd.Flags().StringVar(&o.proxyMetrics, "kube-proxy-metrics-address", inspect.DefaultKubeProxyMetricsAddress, "With --local: where the node's kube-proxy serves /configz")
+	cmd.Flags().BoolVar(&o.helper, "helper-pod", false, "From a workstation, where no agent runs: read the node through a short-lived Pod on it (host network, NET_ADMIN and NET_RAW), deleted after")
+	cmd.Flags().StringVar(&o.helperImage, "helper-image", "", "The svctrace image of --helper-pod (default: the agent DaemonSet's, else svctrace.local/svctrace:VERSION)")
+	cmd.Flags().StringVar(&o.helperNamespace, "helper-namespace", "default", "The namespace of --helper-pod's Pod")
 	if withNode {
 		cmd.Flags().StringVar(&o.node, "node", "", "Node to look at (default: the only node in the snapshot)")
 	}
@@ -91,13 +105,45 @@ func (o *commonOptions) validate() error {
 	if o.snapshotFile != "" && o.local {
 		return fmt.Errorf("--snapshot and --local exclude each other")
 	}
+	if o.allNodes && o.local {
+		return errors.New("--all-nodes reads every node, through their agents or from a snapshot: --local reads only the node it runs on")
+	}
 	if o.local && o.node == "" {
 		return fmt.Errorf("--local needs --node NAME: the node this network namespace is")
 	}
-	if !o.fanOut {
-		return o.remoteNeedsNode()
+	if o.helper && (o.local || o.snapshotFile != "") {
+		return fmt.Errorf("--helper-pod reads a node from a workstation: it excludes --local and --snapshot")
 	}
-	return nil
+	if o.allNodes {
+		switch {
+		case o.node != "":
+			return errors.New("--all-nodes and --node exclude each other")
+		case o.concurrency < 1:
+			return fmt.Errorf("--max-concurrent %d: want 1 or more", o.concurrency)
+		case o.nodeTimeout <= 0:
+			return fmt.Errorf("--node-timeout %v: want a positive duration", o.nodeTimeout)
+		}
+		return nil
+	}
+	return o.remoteNeedsNode()
+}
+
+// addNodesFlags adds --all-nodes (saying what it does) and how a
+// workstation reads many nodes.
+func (o *commonOptions) addNodesFlags(cmd *cobra.Command, allNodes string) {
+	cmd.Flags().BoolVar(&o.allNodes, "all-nodes", false, allNodes)
+	cmd.Flags().IntVar(&o.concurrency, "max-concurrent", 16, "With --all-nodes from a workstation: nodes read at once")
+	cmd.Flags().DurationVar(&o.nodeTimeout, "node-timeout", time.Minute, "With --all-nodes from a workstation: how long one node may take")
+}
+
+// clusterNodeNames are the nodes of the cluster, sorted.
+func clusterNodeNames(c *snapshot.Cluster) []string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // remoteNeedsNode is the error of a command that reads a node through its
@@ -256,36 +302,42 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 	return s, nil
 }
 
-// remoteNodeState reads the node's kernel state through its agent's Pod
-// into s, and kube-proxy's settings with it (its /configz, on the node),
-// else from its ConfigMap.
+// remoteNodeState reads the node's kernel state (every node's, with
+// --all-nodes) through its agent's Pod, or a helper Pod, into s. A node
+// that cannot be read fails the command, or with --all-nodes is kept in
+// o.unread while the others are read.
 func (o *commonOptions) remoteNodeState(ctx context.Context, s *snapshot.Snapshot) (*snapshot.Snapshot, error) {
 	r, err := o.remote()
 	if err != nil {
 		return nil, err
 	}
-	pod, err := r.AgentPod(ctx, o.node)
-	if err != nil {
-		return nil, err
-	}
-	node, notes, _, err := r.NodeState(ctx, pod, inspect.AgentContainer, o.node, inspect.ServiceAddrs(s.Cluster))
-	if err != nil {
-		return nil, err
-	}
-	if node.KubeProxy.Source == "" {
-		pc, note, err := inspect.ProxyConfigFromAPI(ctx, r.Client)
-		if err != nil {
-			return nil, err
+	nodes := []string{o.node}
+	fan := inspect.FanOut{Concurrency: 1}
+	if o.allNodes {
+		if nodes = clusterNodeNames(s.Cluster); len(nodes) == 0 {
+			return nil, errors.New("the cluster lists no nodes")
 		}
-		node.KubeProxy = pc
-		notes = append(notes, note)
+		fan = inspect.FanOut{Concurrency: o.concurrency, Timeout: o.nodeTimeout, Progress: progressOn(o.ErrOut)}
 	}
-	for _, n := range notes {
-		if n != "" {
-			s.Metadata.Notes = append(s.Metadata.Notes, fmt.Sprintf("node %s: %s", o.node, n))
+	var helper *inspect.Helper
+	if o.helper {
+		helper = &inspect.Helper{Namespace: o.helperNamespace, Image: o.helperImageOr(ctx, r), Deadline: 10 * time.Minute, Ready: 2 * time.Minute}
+	}
+	for _, nr := range r.ReadNodes(ctx, nodes, helper, inspect.ServiceAddrs(s.Cluster), fan) {
+		if nr.Err != nil {
+			if !o.allNodes {
+				return nil, nr.Err
+			}
+			o.unread = append(o.unread, analysis.NodeFindings{Node: nr.Node, Err: nr.Err})
+			continue
 		}
+		for _, n := range nr.Notes {
+			if n != "" {
+				s.Metadata.Notes = append(s.Metadata.Notes, fmt.Sprintf("node %s: %s", nr.Node, n))
+			}
+		}
+		s.Nodes = append(s.Nodes, nr.State)
 	}
-	s.Nodes = append(s.Nodes, node)
 	return s, nil
 }
 
@@ -316,4 +368,16 @@ func (o *commonOptions) print(obj runtime.Object, text func(wide bool)) error {
 	}
 	text(o.output == "wide")
 	return nil
+}
+
+// helperImageOr is --helper-image, else the agent DaemonSet's image (the
+// same binary and tools), else the image hack/image.sh names by default.
+func (o *commonOptions) helperImageOr(ctx context.Context, r inspect.Remote) string {
+	if o.helperImage != "" {
+		return o.helperImage
+	}
+	if img := r.AgentImage(ctx); img != "" {
+		return img
+	}
+	return "svctrace.local/svctrace:" + versionString()
 }

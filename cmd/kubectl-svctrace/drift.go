@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -13,10 +12,7 @@ import (
 
 type driftOptions struct {
 	*commonOptions
-	allNodes    bool
-	ref         *analysis.ServiceRef
-	concurrency int
-	nodeTimeout time.Duration
+	ref *analysis.ServiceRef
 }
 
 func newDriftCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -58,9 +54,7 @@ nodes could not be read.`,
 		},
 	}
 	o.addFlags(cmd, true)
-	cmd.Flags().BoolVar(&o.allNodes, "all-nodes", false, "Check every node: of the snapshot, or of the cluster through their agents")
-	cmd.Flags().IntVar(&o.concurrency, "max-concurrent", 16, "With --all-nodes from a workstation: nodes read at once")
-	cmd.Flags().DurationVar(&o.nodeTimeout, "node-timeout", time.Minute, "With --all-nodes from a workstation: how long one node may take")
+	o.addNodesFlags(cmd, "Check every node: of the snapshot, or of the cluster through their agents")
 	return cmd
 }
 
@@ -79,24 +73,11 @@ func (o *driftOptions) complete(args []string) error {
 }
 
 func (o *driftOptions) validate() error {
-	if o.allNodes && o.node != "" {
-		return errors.New("--all-nodes and --node exclude each other")
-	}
-	if o.allNodes && o.local {
-		return errors.New("--all-nodes reads every node, through their agents or from a snapshot: --local reads only the node it runs on")
-	}
-	if o.concurrency < 1 {
-		return fmt.Errorf("--max-concurrent %d: want 1 or more", o.concurrency)
-	}
-	if o.nodeTimeout <= 0 {
-		return fmt.Errorf("--node-timeout %v: want a positive duration", o.nodeTimeout)
-	}
-	o.fanOut = o.allNodes
 	return o.commonOptions.validate()
 }
 
 func (o *driftOptions) run(cmd *cobra.Command) error {
-	if o.allNodes && o.snapshotFile == "" {
+	if o.allNodes && o.snapshotFile == "" && !o.helper {
 		return o.runAllNodes(cmd.Context())
 	}
 	o.prepareModel = true
@@ -111,7 +92,16 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 		}
 		opts.Nodes = []string{o.node}
 	}
-	r, err := analysis.Drift(s, opts)
+	var r *analysis.DriftReport
+	if len(s.Nodes) == 0 && len(o.unread) > 0 {
+		// Helper Pods read no node.
+		r, err = analysis.DriftOfNodes(s.Cluster, opts, o.unread)
+	} else if r, err = analysis.Drift(s, opts); err == nil && len(o.unread) > 0 {
+		var rest *analysis.DriftReport
+		if rest, err = analysis.DriftOfNodes(s.Cluster, opts, o.unread); err == nil {
+			r.Nodes = append(r.Nodes, rest.Nodes...)
+		}
+	}
 	switch {
 	case errors.Is(err, analysis.ErrNoNodeState):
 		return fmt.Errorf("%s %w", o.source(), err)
@@ -123,8 +113,11 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	if err := o.print(r, func(wide bool) { analysis.RenderDrift(o.Out, r, wide) }); err != nil {
 		return err
 	}
-	if len(r.Findings) > 0 {
+	switch {
+	case len(r.Findings) > 0:
 		return &exitCodeError{code: exitDrift}
+	case len(r.Unreadable()) > 0:
+		return &exitCodeError{code: exitUnreadable}
 	}
 	return nil
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
-	"slices"
 	"sync"
 
 	"golang.org/x/term"
@@ -30,15 +30,11 @@ func (o *driftOptions) runAllNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var nodes []string
-	for _, n := range c.Nodes {
-		nodes = append(nodes, n.Name)
-	}
-	slices.Sort(nodes)
+	nodes := clusterNodeNames(c)
 	if len(nodes) == 0 {
 		return fmt.Errorf("the cluster lists no nodes")
 	}
-	reports := agent.ReadReports(ctx, r, nodes, agent.FanOut{Concurrency: o.concurrency, Timeout: o.nodeTimeout, Progress: o.progress()})
+	reports := agent.ReadReports(ctx, r, nodes, inspect.FanOut{Concurrency: o.concurrency, Timeout: o.nodeTimeout, Progress: progressOn(o.ErrOut)})
 	found := make([]analysis.NodeFindings, len(reports))
 	for i, nr := range reports {
 		found[i] = nr.Findings()
@@ -60,10 +56,9 @@ func (o *driftOptions) runAllNodes(ctx context.Context) error {
 	return nil
 }
 
-// progress shows how many nodes are read on standard error, when that is
-// a terminal.
-func (o *driftOptions) progress() func(done, total int) {
-	f, ok := o.ErrOut.(*os.File)
+// progressOn shows how many nodes are read on w, when that is a terminal.
+func progressOn(w io.Writer) func(done, total int) {
+	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}

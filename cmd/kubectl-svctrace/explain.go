@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/analysis"
@@ -43,6 +48,7 @@ endpoint under a Local traffic policy, Pods older than the Service.`,
 		},
 	}
 	o.addFlags(cmd, true)
+	o.addNodesFlags(cmd, "Explain the Service on every node: of the snapshot, or of the cluster through their agents")
 	return cmd
 }
 
@@ -60,6 +66,9 @@ func (o *explainOptions) complete(args []string) error {
 }
 
 func (o *explainOptions) run(cmd *cobra.Command) error {
+	if o.allNodes {
+		return o.runAllNodes(cmd)
+	}
 	collectGarbageLate(oneServiceHeapLimit)
 	s, a, err := o.analyzeNode(cmd.Context())
 	if err != nil {
@@ -71,4 +80,54 @@ func (o *explainOptions) run(cmd *cobra.Command) error {
 	}
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
 	return o.print(r, func(wide bool) { trace.RenderExplain(o.Out, r, wide) })
+}
+
+// runAllNodes explains the Service on every node read, one report per
+// node (a List with -o json or yaml); a node that could not be read is
+// said so, and the exit code is then 3.
+func (o *explainOptions) runAllNodes(cmd *cobra.Command) error {
+	s, err := o.snapshot(cmd.Context())
+	if err != nil {
+		return err
+	}
+	var reports []runtime.Object
+	for i, n := range s.Nodes {
+		a, err := o.analyze(s, n.Name)
+		if err != nil {
+			return err
+		}
+		r, err := trace.Explain(a, s.Cluster, o.ref)
+		if err != nil {
+			return err
+		}
+		// Each report takes its node's notes, the first the general ones.
+		for _, note := range s.Metadata.Notes {
+			if strings.HasPrefix(note, "node "+n.Name+": ") || (i == 0 && !strings.HasPrefix(note, "node ")) {
+				r.Notes = append(r.Notes, note)
+			}
+		}
+		reports = append(reports, r)
+	}
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{Kind: "List", APIVersion: "v1"}}
+	for _, r := range reports {
+		list.Items = append(list.Items, runtime.RawExtension{Object: r})
+	}
+	err = o.print(list, func(wide bool) {
+		for i, r := range reports {
+			if i > 0 {
+				fmt.Fprintln(o.Out)
+			}
+			trace.RenderExplain(o.Out, r.(*trace.ExplainReport), wide)
+		}
+		for _, n := range o.unread {
+			fmt.Fprintf(o.Out, "\nnode %s: not read: %v\n", n.Node, n.Err)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if len(o.unread) > 0 {
+		return &exitCodeError{code: exitUnreadable}
+	}
+	return nil
 }

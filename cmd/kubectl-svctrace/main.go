@@ -4,9 +4,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
@@ -35,7 +38,15 @@ func (e *exitCodeError) Error() string {
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	root, prof := newRootCommandProfiled(streams)
-	err := root.Execute()
+	// Ctrl-C or SIGTERM cancels the command's context, so that what it
+	// started (a helper Pod) is undone; a second one kills it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	err := root.ExecuteContext(ctx)
+	stop()
 	if perr := prof.stop(); perr != nil {
 		fmt.Fprintln(os.Stderr, "warning:", perr)
 	}

@@ -64,8 +64,9 @@ Exit codes:
   2  error: bad input (a flag, a Service reference, an unreadable or damaged
      dump or snapshot), or a Service, port, namespace or node that is not
      there
-  3  drift --all-nodes through the agents: no drift found on the nodes read,
-     but some nodes could not be read (each is listed with its error)`
+  3  --all-nodes from a workstation: no drift found on the nodes read (drift),
+     or the nodes read were explained or collected, but some nodes could
+     not be read (each is listed with its error)`
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root, _ := newRootCommandProfiled(streams)
@@ -96,7 +97,7 @@ func newRootCommandProfiled(streams genericiooptions.IOStreams) (*cobra.Command,
 	drift := newDriftCommand(streams)
 	drift.ValidArgsFunction = completeServiceArg(false)
 	root.AddCommand(explain, newTraceCommand(streams), drift, newCollectCommand(streams),
-		newReconcileCommand(streams), newAgentCommand(streams), newNodeStateCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
+		newReconcileCommand(streams), newAgentCommand(streams), newNodeStateCommand(streams), newHelperWaitCommand(), newCleanupCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
 	prof := &profiler{}
 	prof.addFlags(root)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }

@@ -86,6 +86,67 @@ spec:
 		!strings.Contains(out, "kubectl apply -f deploy/") {
 		t.Errorf("drift --node node1 without an agent: exit %d\n%s", code, out)
 	}
+	t.Run("helper pods where no agent runs", func(t *testing.T) {
+		image := deployImage(t, root)
+		helpers := func() string {
+			out, err := l.Kubectl(ctx, "get", "pods", "-A", "-l", "app.kubernetes.io/component=helper", "-o", "name")
+			if err != nil {
+				t.Fatalf("kubectl get pods: %v\n%s", err, out)
+			}
+			return strings.TrimSpace(out)
+		}
+		out, code := cli("explain", "default/web", "--node", "node2", "--helper-pod", "--helper-image", image)
+		if code != 0 || !strings.Contains(out, "Service default/web on node node2 (iptables mode)") {
+			t.Errorf("explain --helper-pod: exit %d\n%s", code, out)
+		}
+		out, code = cli("drift", "--all-nodes", "--helper-pod", "--helper-image", image, "-A")
+		if code != 0 || !strings.Contains(out, "no drift") || !strings.Contains(out, "node node1 (iptables mode)") ||
+			!strings.Contains(out, "node node2 (iptables mode)") {
+			t.Errorf("drift --all-nodes --helper-pod: exit %d\n%s", code, out)
+		}
+		if left := helpers(); left != "" {
+			t.Errorf("helper Pods left after explain and drift: %s", left)
+		}
+		// Interrupted while its helper cannot start: the Pod goes too.
+		argv := []string{"netns", "exec", l.ControlPlaneNetNS(), bin, "drift", "--node", "node1", "--helper-pod",
+			"--helper-image", "svctrace.local/no-such-image:0", "--kubeconfig", l.Kubeconfig}
+		run := func() *exec.Cmd {
+			cmd := exec.Command("ip", argv...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(time.Minute); helpers() == "" && time.Now().Before(deadline); {
+				time.Sleep(200 * time.Millisecond)
+			}
+			if helpers() == "" {
+				t.Fatal("no helper Pod was made")
+			}
+			return cmd
+		}
+		cmd := run()
+		_ = cmd.Process.Signal(os.Interrupt) // ip netns exec has exec'd svctrace: this is its PID
+		_ = cmd.Wait()
+		for deadline := time.Now().Add(30 * time.Second); helpers() != "" && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if left := helpers(); left != "" {
+			t.Errorf("helper Pod left after Ctrl-C: %s", left)
+		}
+		// Killed: the Pod stays, and cleanup deletes it.
+		cmd = run()
+		_ = cmd.Process.Kill() // ip netns exec has exec'd svctrace: this is its PID
+		_ = cmd.Wait()
+		if out, code := cli("cleanup", "-A"); code != 0 || !strings.Contains(out, "deleted helper Pod default/svctrace-helper-node1-") {
+			t.Errorf("cleanup: exit %d\n%s", code, out)
+		}
+		for deadline := time.Now().Add(30 * time.Second); helpers() != "" && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if left := helpers(); left != "" {
+			t.Errorf("helper Pods left after cleanup: %s", left)
+		}
+	})
+
 	kubectl("apply", "-f", filepath.Join(root, "deploy"))
 	// A shorter grace period than the default two minutes, for the test's
 	// sake: the rest is the manifest as shipped.
@@ -114,6 +175,19 @@ spec:
 		checkMetricsWithPromtool(t, promBin, m)
 	}
 
+	t.Run("a user with deploy/cli-rbac.yaml's roles, and without", func(t *testing.T) {
+		kubectl("create", "clusterrolebinding", "svctrace-alice", "--clusterrole=svctrace-user", "--user=alice")
+		out, code := cli("drift", "--node", "node1", "--as", "alice")
+		if code != 2 || !strings.Contains(out, "forbidden by RBAC") || !strings.Contains(out, "pods/exec") ||
+			!strings.Contains(out, "deploy/cli-rbac.yaml") {
+			t.Errorf("drift as alice without the Role: exit %d\n%s", code, out)
+		}
+		kubectl("-n", "svctrace", "create", "rolebinding", "svctrace-alice", "--role=svctrace-user", "--user=alice")
+		if out, code := cli("drift", "--node", "node1", "--as", "alice", "-A"); code != 0 || !strings.Contains(out, "no drift") {
+			t.Errorf("drift as alice: exit %d\n%s", code, out)
+		}
+	})
+
 	t.Run("the CLI reads the nodes through their agents", func(t *testing.T) {
 		if out, code := cli("drift", "--all-nodes", "-A"); code != 0 || !strings.Contains(out, "no drift") ||
 			!strings.Contains(out, "node node1 (iptables mode)") || !strings.Contains(out, "node node2 (iptables mode)") {
@@ -133,6 +207,18 @@ spec:
 		out, code = cli("trace", "--node", "node2", "--src", "10.244.0.77", "--dst", ip+":80")
 		if code != 0 || !strings.Contains(out, eps[0]) || !strings.Contains(out, eps[1]) {
 			t.Errorf("trace --node node2: exit %d\n%s", code, out)
+		}
+		out, code = cli("explain", "default/web", "--all-nodes")
+		if code != 0 || !strings.Contains(out, "Service default/web on node node1 (iptables mode)") ||
+			!strings.Contains(out, "Service default/web on node node2 (iptables mode)") {
+			t.Errorf("explain --all-nodes: exit %d\n%s", code, out)
+		}
+		all := filepath.Join(t.TempDir(), "all.snap")
+		if out, code := cli("collect", "--all-nodes", "-f", all); code != 0 || !strings.Contains(out, "wrote snapshot of 2 nodes") {
+			t.Errorf("collect --all-nodes: exit %d\n%s", code, out)
+		}
+		if out, code := cli("drift", "--snapshot", all, "--all-nodes", "-A"); code != 0 || !strings.Contains(out, "no drift") {
+			t.Errorf("drift of the collected nodes: exit %d\n%s", code, out)
 		}
 		snap := filepath.Join(t.TempDir(), "node2.snap")
 		if out, code := cli("collect", "--node", "node2", "-f", snap); code != 0 {
