@@ -52,8 +52,9 @@ type Agent struct {
 	status atomic.Pointer[Status]
 
 	// The loop's own state, used by one goroutine.
-	tracker   syncTracker
-	firstSeen map[string]time.Time
+	tracker      syncTracker
+	firstSeen    map[string]time.Time
+	apiDownSince time.Time
 }
 
 // New makes an agent; Run starts it.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/svctrace/svctrace/analysis"
@@ -17,6 +18,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	// kube-proxy's metrics first: the kernel, read after, holds at least
 	// what the sync they report wrote.
 	kp := a.readKubeProxy(ctx, c)
+	a.probeAPI(ctx, c)
 	rules := inspect.ReadRules(ctx)
 	cl, err := a.w.cluster()
 	if err != nil {
@@ -113,4 +115,23 @@ func (a *Agent) proxyConfig(ctx context.Context) (snapshot.ProxyConfig, string) 
 		return snapshot.ProxyConfig{}, "kube-proxy's settings are inferred from the rules: " + err.Error() + "; " + cmErr.Error()
 	}
 	return pc, note
+}
+
+// probeAPI asks the API server for its version: while it cannot be
+// reached, the watches keep their objects and the checks go on with them,
+// saying so.
+func (a *Agent) probeAPI(ctx context.Context, c *Check) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	err := a.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+	if err == nil {
+		a.apiDownSince = time.Time{}
+		return
+	}
+	if a.apiDownSince.IsZero() {
+		a.apiDownSince = c.At
+	}
+	c.APIErr, c.APIDownSince = err, a.apiDownSince
+	c.Notes = append(c.Notes, fmt.Sprintf("the API server cannot be reached since %s (%v): the node is checked against the objects last listed",
+		a.apiDownSince.UTC().Format(time.RFC3339), err))
 }

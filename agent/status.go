@@ -50,6 +50,11 @@ type Check struct {
 	Drift, Pending []behavior.Finding
 	// Notes are the analysis's notes.
 	Notes []string
+	// APIErr is why the API server could not be reached at the check,
+	// and APIDownSince since when: the objects checked against are then
+	// those the watches last had.
+	APIErr       error
+	APIDownSince time.Time
 }
 
 // KubeProxy is what the agent learnt of the node's kube-proxy.

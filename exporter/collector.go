@@ -25,7 +25,7 @@ type Collector struct {
 type descs struct {
 	build, checkSuccess, checkTime, checkDuration, goodTime, checks, failures,
 	collectorSuccess, collectorDuration, frontends, drift, pending, serviceDrift, staleConntrack,
-	kpInfo, kpLastSync, kpLag, kpStalled, watchErrors, watchErrorTime *prometheus.Desc
+	kpInfo, kpLastSync, kpLag, kpStalled, watchErrors, watchErrorTime, apiReachable *prometheus.Desc
 }
 
 // NewCollector returns a collector of the agent's status; version is
@@ -54,7 +54,8 @@ func NewCollector(status func() *agent.Status, version string) *Collector {
 		kpLag:             d("kube_proxy_sync_lag_seconds", "How long kube-proxy has gone without a successful sync while changes wait (0: none waits)."),
 		kpStalled:         d("kube_proxy_sync_stalled", "Whether kube-proxy has gone longer than allowed without syncing waiting changes."),
 		watchErrors:       d("api_watch_errors_total", "Errors of the agent's watches of the API server."),
-		watchErrorTime:    d("api_last_watch_error_timestamp_seconds", "When a watch of the API server last failed: the objects may be stale since."),
+		watchErrorTime:    d("api_last_watch_error_timestamp_seconds", "When a watch of the API server last failed with an error it does not retry at once."),
+		apiReachable:      d("api_reachable", "Whether the API server answered at the last check (0: the node was checked against the objects last listed)."),
 	}}
 }
 
@@ -63,7 +64,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{d.build, d.checkSuccess, d.checkTime, d.checkDuration, d.goodTime, d.checks, d.failures,
 		d.collectorSuccess, d.collectorDuration, d.frontends, d.drift, d.pending, d.serviceDrift, d.staleConntrack,
-		d.kpInfo, d.kpLastSync, d.kpLag, d.kpStalled, d.watchErrors, d.watchErrorTime} {
+		d.kpInfo, d.kpLastSync, d.kpLag, d.kpStalled, d.watchErrors, d.watchErrorTime, d.apiReachable} {
 		ch <- x
 	}
 }
@@ -86,6 +87,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(d.checkSuccess, boolValue(last.Err == nil))
 		gauge(d.checkTime, seconds(last.At))
 		gauge(d.checkDuration, last.Duration.Seconds())
+		gauge(d.apiReachable, boolValue(last.APIErr == nil))
 		for _, r := range last.Reads {
 			gauge(d.collectorSuccess, boolValue(r.Err == nil), r.Collector)
 			gauge(d.collectorDuration, r.Duration.Seconds(), r.Collector)

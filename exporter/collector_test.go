@@ -37,6 +37,7 @@ func sampleStatus() *agent.Status {
 		Pending: []behavior.Finding{{Type: behavior.MissingFrontend, Service: "shop/new:http"}},
 	}
 	last := &agent.Check{At: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: errors.New("reading the kernel's state: boom"),
+		APIErr: errors.New("connection refused"), APIDownSince: t0,
 		Reads:     []inspect.Read{{Collector: "iptables-save/legacy", Duration: 10 * time.Millisecond, Err: errors.New("boom")}},
 		KubeProxy: agent.KubeProxy{MetricsErr: errors.New("connection refused"), MetricsDuration: time.Millisecond}}
 	return &agent.Status{Node: "node1", Started: t0.Add(-time.Hour), Synced: true, Last: last, Good: good, Checks: 7, Failed: 1,

@@ -33,7 +33,7 @@ const agentAddr = "127.0.0.1:9859"
 //     it, and the drift goes.
 func TestAgent(t *testing.T) {
 	c := startMatrix(t, "iptables", "")
-	a := startAgent(t, c, "node1", "--interval", "2s", "--debounce", "100ms", "--min-gap", "300ms", "--grace-period", "12s")
+	a := startAgent(t, c, "node1", "--interval", "2s", "--debounce", "100ms", "--min-gap", "300ms", "--grace-period", "12s", "--stall-after", "4s")
 
 	m := a.waitMetrics(t, 60*time.Second, "ready and healthy", func(m string) bool {
 		return sumOf(m, "svctrace_last_check_success") == 1 && sumOf(m, "svctrace_drift_findings") == 0 &&
@@ -96,6 +96,26 @@ spec:
 		}
 	})
 
+	t.Run("the API server down", func(t *testing.T) {
+		if err := c.StopAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		before := sumOf(a.waitMetrics(t, 5*time.Second, "scraped", func(string) bool { return true }), "svctrace_checks_total")
+		a.waitMetrics(t, 30*time.Second, "checking on without the API server", func(m string) bool {
+			return sumOf(m, "svctrace_api_reachable") == 0 && sumOf(m, "svctrace_last_check_success") == 1 &&
+				sumOf(m, "svctrace_checks_total") > before+1 && sumOf(m, "svctrace_drift_findings") == 0
+		})
+		if code, body := a.get(t, "/readyz"); code != 200 {
+			t.Errorf("/readyz without the API server: %d %s", code, body)
+		}
+		if err := c.StartAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		a.waitMetrics(t, 60*time.Second, "the API server back", func(m string) bool {
+			return sumOf(m, "svctrace_api_reachable") == 1 && sumOf(m, "svctrace_drift_findings") == 0
+		})
+	})
+
 	t.Run("a rule deleted with kube-proxy stopped", func(t *testing.T) {
 		if err := c.StopKubeProxy("node1"); err != nil {
 			t.Fatal(err)
@@ -135,6 +155,44 @@ spec:
 		a.waitMetrics(t, 30*time.Second, "repaired by kube-proxy", func(m string) bool {
 			return sumOf(m, "svctrace_drift_findings") == 0 && sumOf(m, "svctrace_pending_findings") == 0 &&
 				strings.Contains(m, `svctrace_collector_success{collector="kube-proxy"} 1`)
+		})
+	})
+
+	t.Run("a kube-proxy that leaves a change waiting is stalled", func(t *testing.T) {
+		// A kube-proxy that may sync only every 30 s: a change after
+		// its sync waits, as behind a wedged kube-proxy.
+		if err := c.StopKubeProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StartKubeProxyVersion("node1", c.version, c.mode, "--iptables-min-sync-period=30s"); err != nil {
+			t.Fatal(err)
+		}
+		c.Apply(t, `
+apiVersion: v1
+kind: Service
+metadata: {name: waits, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP}]
+`)
+		m := a.waitMetrics(t, 20*time.Second, "stalled", func(m string) bool {
+			return sumOf(m, "svctrace_kube_proxy_sync_stalled") == 1
+		})
+		if lag := sumOf(m, "svctrace_kube_proxy_sync_lag_seconds"); lag < 4 {
+			t.Errorf("stalled with a lag of %v s", lag)
+		}
+		if err := c.Delete("Service", "default", "waits"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StopKubeProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.startProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		a.waitMetrics(t, 30*time.Second, "syncing again", func(m string) bool {
+			return sumOf(m, "svctrace_kube_proxy_sync_stalled") == 0 && sumOf(m, "svctrace_drift_findings") == 0 &&
+				sumOf(m, "svctrace_pending_findings") == 0
 		})
 	})
 }

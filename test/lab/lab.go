@@ -107,6 +107,9 @@ type Lab struct {
 	pods       map[string]*Pod // by "namespace/name"
 	namespaces []string        // every namespace created, in creation order
 	procs      []*proc
+	// apiProc is the running kube-apiserver, apiArgs its command line.
+	apiProc    *proc
+	apiArgs    []string
 	lastChange time.Time
 	createdNS  map[string]bool // Kubernetes namespaces ensured by Apply
 	discovery  map[string][]apiResource

@@ -4,6 +4,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -163,17 +164,61 @@ func (l *Lab) startControlPlane(bin string, extra []string) error {
 		args = append(args, "--authorization-mode=RBAC", "--disable-admission-plugins=ServiceAccount")
 	}
 	args = append(args, extra...)
+	l.apiArgs = args
 	apiserver, err := l.startProc("kube-apiserver", l.cpNS, args...)
 	if err != nil {
 		return err
 	}
+	l.apiProc = apiserver
 	l.api, err = newAPIClient(l.APIServer, filepath.Join(netnsDir, l.cpNS), p.caPEM, p.adminToken)
 	if err != nil {
 		return err
 	}
+	return l.waitAPIServer(etcd, apiserver)
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM by PID, SIGKILL after 10 s), as an outage
+// would; etcd and everything else go on. StartAPIServer starts it again.
+func (l *Lab) StopAPIServer() error {
+	l.mu.Lock()
+	p := l.apiProc
+	l.apiProc = nil
+	l.mu.Unlock()
+	if p == nil {
+		return errors.New("lab: kube-apiserver is not running")
+	}
+	err := p.stop(10 * time.Second)
+	l.removeProc(p)
+	return err
+}
+
+// StartAPIServer starts kube-apiserver again with the arguments it first ran with, and waits
+// until it is ready.
+func (l *Lab) StartAPIServer() error {
+	l.mu.Lock()
+	running := l.apiProc != nil
+	args := l.apiArgs
+	l.mu.Unlock()
+	if running {
+		return errors.New("lab: kube-apiserver is running")
+	}
+	p, err := l.startProc("kube-apiserver", l.cpNS, args...)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.apiProc = p
+	l.mu.Unlock()
+	return l.waitAPIServer(p)
+}
+
+// waitAPIServer waits until kube-apiserver answers /readyz, failing early if one of procs
+// exits.
+func (l *Lab) waitAPIServer(procs ...*proc) error {
+	apiserver := procs[len(procs)-1]
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		for _, pr := range []*proc{etcd, apiserver} {
+		for _, pr := range procs {
 			if pr.exited() {
 				b, _ := os.ReadFile(pr.log)
 				return fmt.Errorf("%s exited: %v\n%s", pr.name, pr.err, lastLines(string(b), 30))
