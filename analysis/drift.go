@@ -44,6 +44,7 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 	}
 	r := NewDriftReport()
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
+	var seen []NodeFindings
 	for _, n := range nodes {
 		opts := Options{Lean: true}
 		for _, m := range o.Models {
@@ -78,6 +79,7 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 			sum.Backend = b.Backend()
 		}
 		r.Nodes = append(r.Nodes, sum)
+		seen = append(seen, NodeFindings{Node: n, Mode: sum.Mode, Backend: sum.Backend, Version: a.Config.Version})
 		for _, note := range a.Notes {
 			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n, note))
 		}
@@ -85,5 +87,6 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 			r.Notes = append(r.Notes, fmt.Sprintf("node %s: no API objects, only text-level checks ran", n))
 		}
 	}
+	r.Notes = append(r.Notes, consistency(seen)...)
 	return r, nil
 }

@@ -10,9 +10,11 @@ import (
 // NodeFindings is what a node's agent found (see the agent's report), or
 // why the node could not be read.
 type NodeFindings struct {
-	Node      string
-	Mode      string
-	Backend   string
+	Node    string
+	Mode    string
+	Backend string
+	// Version is kube-proxy's version on the node, when known.
+	Version   string
 	Frontends int
 	// Drift are the findings that outlived kube-proxy's sync; Pending
 	// (kube-proxy's lag) are counted, not reported as drift.
@@ -56,6 +58,7 @@ func DriftOfNodes(c *snapshot.Cluster, o DriftOptions, nodes []NodeFindings) (*D
 		}
 	}
 	r.Findings = behavior.Merge(r.Findings)
+	r.Notes = append(r.Notes, consistency(nodes)...)
 	return r, nil
 }
 

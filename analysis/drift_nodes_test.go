@@ -2,6 +2,8 @@ package analysis_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,5 +68,31 @@ func TestDriftOfNodes(t *testing.T) {
 	if _, err := analysis.DriftOfNodes(c, analysis.DriftOptions{Scope: analysis.Scope{Service: &typo}}, nodes); err == nil ||
 		!strings.Contains(err.Error(), "svc-1") {
 		t.Errorf("a Service that is not there: %v", err)
+	}
+}
+
+// TestDriftOfNodesConsistency: nodes whose kube-proxy runs in other modes,
+// versions or backends than the others are named, the most common first.
+func TestDriftOfNodesConsistency(t *testing.T) {
+	c := snapshottest.Node(1, 1).Cluster
+	var nodes []analysis.NodeFindings
+	for i := range 7 {
+		n := analysis.NodeFindings{Node: fmt.Sprintf("n%d", i), Mode: "iptables", Backend: "nf_tables", Version: "v1.36.3"}
+		if i == 3 {
+			n.Mode, n.Backend, n.Version = "nftables", "", "v1.33.13"
+		}
+		nodes = append(nodes, n)
+	}
+	nodes = append(nodes, analysis.NodeFindings{Node: "down", Err: errors.New("x")})
+	r, err := analysis.DriftOfNodes(c, analysis.DriftOptions{}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"kube-proxy runs in several modes: iptables on n0, n1, n2, n4, n5 and 1 more; nftables on n3",
+		"kube-proxy's versions differ: v1.36.3 on n0, n1, n2, n4, n5 and 1 more; v1.33.13 on n3",
+	}
+	if !slices.Equal(r.Notes, want) {
+		t.Errorf("notes\n%q\nwant\n%q", r.Notes, want)
 	}
 }
