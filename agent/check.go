@@ -47,7 +47,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	ns.KubeProxy = pc
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 		Metadata: snapshot.Metadata{CreationTimestamp: start.UTC(), Source: "live"}, Cluster: cl, Nodes: []snapshot.NodeState{ns}}
-	r, err := analysis.Drift(s, analysis.DriftOptions{Family: a.opts.Family, Models: []*analysis.Model{model}})
+	r, err := analysis.Drift(s, analysis.DriftOptions{Family: a.opts.Family, Models: []*analysis.Model{model}, Digest: true})
 	if err != nil {
 		c.Err = errCheck("checking for drift", err)
 		return a.finish(c)
@@ -56,6 +56,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	for _, n := range r.Nodes {
 		c.Frontends += n.Frontends
 		c.KubeProxy.Mode, c.KubeProxy.Backend = n.Mode, n.Backend
+		c.Behaviour = n.Behaviour
 	}
 	c.KubeProxy.Version = pc.Version
 	settle := a.rules()

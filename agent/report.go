@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 )
 
@@ -39,6 +40,8 @@ type Report struct {
 	// than allowed; KubeProxyLag how long it has.
 	KubeProxyStalled bool          `json:"kubeProxyStalled,omitempty"`
 	KubeProxyLag     time.Duration `json:"kubeProxyLagNanoseconds,omitempty"`
+	// Behaviour is the digest of what the node does with each frontend.
+	Behaviour []analysis.FrontendDigest `json:"behaviour,omitempty"`
 }
 
 // ReportOf is the report of a status.
@@ -51,6 +54,7 @@ func ReportOf(s *Status) Report {
 		r.CheckedAt, r.Frontends, r.Notes = g.At, g.Frontends, g.Notes
 		r.Mode, r.Backend, r.Version = g.KubeProxy.Mode, g.KubeProxy.Backend, g.KubeProxy.Version
 		r.KubeProxyStalled, r.KubeProxyLag = g.KubeProxy.Stalled, g.KubeProxy.Lag
+		r.Behaviour = g.Behaviour
 		r.Drift = append(r.Drift, g.Drift...)
 		r.Pending = append(r.Pending, g.Pending...)
 	}

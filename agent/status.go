@@ -3,6 +3,7 @@ package agent
 import (
 	"time"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/inspect"
 )
@@ -50,6 +51,9 @@ type Check struct {
 	Drift, Pending []behavior.Finding
 	// Notes are the analysis's notes.
 	Notes []string
+	// Behaviour is the digest of the node's behaviour, which the CLI
+	// compares with the other nodes'.
+	Behaviour []analysis.FrontendDigest
 	// APIErr is why the API server could not be reached at the check,
 	// and APIDownSince since when: the objects checked against are then
 	// those the watches last had.

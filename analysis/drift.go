@@ -19,6 +19,9 @@ type DriftOptions struct {
 	// Models are views of nodes started before their kernel state was
 	// read (PrepareModel); a node without one gets its view built.
 	Models []*Model
+	// Digest puts each node's behaviour digest in its summary (the
+	// agent's report carries it, for comparing nodes).
+	Digest bool
 }
 
 // ErrNoNodeState is returned for a snapshot that holds no node's kernel
@@ -78,8 +81,15 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 		if b, ok := a.Plane.(dataplane.BackendNamer); ok {
 			sum.Backend = b.Backend()
 		}
+		nf := NodeFindings{Node: n, Mode: sum.Mode, Backend: sum.Backend, Version: a.Config.Version}
+		if o.Digest || len(nodes) > 1 {
+			nf.Behaviour = digests(a)
+		}
+		if o.Digest {
+			sum.Behaviour = nf.Behaviour
+		}
 		r.Nodes = append(r.Nodes, sum)
-		seen = append(seen, NodeFindings{Node: n, Mode: sum.Mode, Backend: sum.Backend, Version: a.Config.Version})
+		seen = append(seen, nf)
 		for _, note := range a.Notes {
 			r.Notes = append(r.Notes, fmt.Sprintf("node %s: %s", n, note))
 		}
@@ -88,5 +98,6 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 		}
 	}
 	r.Notes = append(r.Notes, consistency(seen)...)
+	r.Notes = append(r.Notes, crossNode(seen)...)
 	return r, nil
 }

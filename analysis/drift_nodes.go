@@ -23,6 +23,9 @@ type NodeFindings struct {
 	Notes   []string
 	// BytesRead is how much was read from the node.
 	BytesRead int
+	// Behaviour is the digest of the node's behaviour, to compare it
+	// with the other nodes' (nil: not known).
+	Behaviour []FrontendDigest
 	// Err is why the node could not be read.
 	Err error
 }
@@ -59,6 +62,7 @@ func DriftOfNodes(c *snapshot.Cluster, o DriftOptions, nodes []NodeFindings) (*D
 	}
 	r.Findings = behavior.Merge(r.Findings)
 	r.Notes = append(r.Notes, consistency(nodes)...)
+	r.Notes = append(r.Notes, crossNode(nodes)...)
 	return r, nil
 }
 

@@ -30,6 +30,8 @@ type NodeSummary struct {
 	// Pending counts the differences that wait for kube-proxy's next
 	// sync (a node agent's report), which are not drift.
 	Pending int `json:"pending,omitempty"`
+	// Behaviour is the node's behaviour digest (DriftOptions.Digest).
+	Behaviour []FrontendDigest `json:"behaviour,omitempty"`
 	// BytesRead is how much was read from the node (from its agent).
 	BytesRead int `json:"bytesRead,omitempty"`
 	// Error is why the node could not be read (its other fields are then

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,4 +128,20 @@ func (r Remote) NodeState(ctx context.Context, pod *corev1.Pod, container, node 
 		return snapshot.NodeState{}, nil, len(out), fmt.Errorf("node %s: Pod %s/%s sent the state of %d nodes, not of %s", node, pod.Namespace, pod.Name, len(s.Nodes), node)
 	}
 	return s.Nodes[0], s.Metadata.Notes, len(out), nil
+}
+
+// AgentNodes are the nodes agent Pods run on, sorted.
+func (r Remote) AgentNodes(ctx context.Context) ([]string, error) {
+	pods, err := r.Client.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: AgentSelector})
+	if err != nil {
+		return nil, fmt.Errorf("listing the agent's Pods in namespace %s: %w", AgentNamespace, err)
+	}
+	var nodes []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && !slices.Contains(nodes, p.Spec.NodeName) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes, nil
 }

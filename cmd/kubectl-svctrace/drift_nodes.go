@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/svctrace/svctrace/agent"
 	"github.com/svctrace/svctrace/analysis"
@@ -27,10 +28,20 @@ func (o *driftOptions) runAllNodes(ctx context.Context) error {
 	// The objects resolve the scope (a Service that is not there is an
 	// error with close matches) and list the nodes.
 	c, notes, err := inspect.CollectAPI(ctx, r.Client, "")
-	if err != nil {
+	var nodes []string
+	switch {
+	case apierrors.IsForbidden(err) && o.ref == nil && o.scopeNamespace() == "":
+		// The agents have the objects: their checks, and the comparison
+		// of the nodes, need none here. The nodes are those they run on.
+		if nodes, err = r.AgentNodes(ctx); err != nil {
+			return err
+		}
+		notes = append(notes, "the API objects cannot be read here (forbidden): the nodes are those the agents run on, each checked by its agent")
+	case err != nil:
 		return err
+	default:
+		nodes = clusterNodeNames(c)
 	}
-	nodes := clusterNodeNames(c)
 	if len(nodes) == 0 {
 		return fmt.Errorf("the cluster lists no nodes")
 	}

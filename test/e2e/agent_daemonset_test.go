@@ -186,6 +186,14 @@ spec:
 		if out, code := cli("drift", "--node", "node1", "--as", "alice", "-A"); code != 0 || !strings.Contains(out, "no drift") {
 			t.Errorf("drift as alice: exit %d\n%s", code, out)
 		}
+		// Bob may exec in the agents but read no object: each agent's
+		// own check still answers.
+		kubectl("-n", "svctrace", "create", "rolebinding", "svctrace-bob", "--role=svctrace-user", "--user=bob")
+		out, code = cli("drift", "--all-nodes", "--as", "bob")
+		if code != 0 || !strings.Contains(out, "no drift") || !strings.Contains(out, "the API objects cannot be read here (forbidden)") ||
+			!strings.Contains(out, "node node2 (iptables mode)") {
+			t.Errorf("drift --all-nodes as bob: exit %d\n%s", code, out)
+		}
 	})
 
 	t.Run("the CLI reads the nodes through their agents", func(t *testing.T) {
