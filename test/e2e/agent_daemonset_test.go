@@ -6,6 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,13 +19,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/svctrace/svctrace/internal/netns"
 	"github.com/svctrace/svctrace/test/lab"
 )
 
-// TestAgentDaemonSet deploys the agent as a user would, `kubectl apply -f
-// deploy/` with the image hack/image.sh builds, on the lab cluster whose
-// kube-proxy is a DaemonSet, and has a real Prometheus scrape both agents
-// with the shipped alert rules:
+// TestAgentDaemonSet deploys the agent as the README's quick start says
+// (hack/image.sh -push, kubectl apply -f deploy/, kubectl set image) on the
+// lab cluster whose kube-proxy is a DaemonSet, uses the CLI from the
+// control plane's namespace (a workstation's view), and has a real
+// Prometheus scrape both agents with the shipped alert rules:
 //   - both agents become ready, their scrapes pass promtool check metrics,
 //     and Prometheus scrapes both;
 //   - a burst of Service and endpoint changes fires nothing;
@@ -36,14 +44,14 @@ func TestAgentDaemonSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive := filepath.Join(t.TempDir(), "svctrace.tar")
-	build := exec.CommandContext(ctx, "bash", "hack/image.sh", "-o", archive, "-ref", deployImage(t, root), "-version", "e2e")
+	// The README's quick start: build and push the image to a registry
+	// the nodes pull from (one registry, served on the same loopback
+	// address in the host's and in each node's namespace).
+	image := startRegistry(t, l) + "/svctrace:v0.1.0"
+	build := exec.CommandContext(ctx, "bash", "hack/image.sh", "-version", "v0.1.0", "-o", filepath.Join(t.TempDir(), "svctrace.tar"), "-push", image)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("hack/image.sh: %v\n%s", err, out)
-	}
-	if err := l.ImportImages(ctx, archive); err != nil {
-		t.Fatal(err)
 	}
 	l.Apply(t, podDeployment("web", "node2", "web", 2, false, `--tcp, "8080"`)+`---
 apiVersion: v1
@@ -87,7 +95,6 @@ spec:
 		t.Errorf("drift --node node1 without an agent: exit %d\n%s", code, out)
 	}
 	t.Run("helper pods where no agent runs", func(t *testing.T) {
-		image := deployImage(t, root)
 		helpers := func() string {
 			out, err := l.Kubectl(ctx, "get", "pods", "-A", "-l", "app.kubernetes.io/component=helper", "-o", "name")
 			if err != nil {
@@ -148,6 +155,7 @@ spec:
 	})
 
 	kubectl("apply", "-f", filepath.Join(root, "deploy"))
+	kubectl("-n", "svctrace", "set", "image", "daemonset/svctrace-agent", "agent="+image)
 	// A shorter grace period than the default two minutes, for the test's
 	// sake: the rest is the manifest as shipped.
 	kubectl("-n", "svctrace", "patch", "daemonset", "svctrace-agent", "--type=json",
@@ -313,18 +321,36 @@ spec:
 	})
 }
 
-// deployImage is the image deploy/agent.yaml runs.
-func deployImage(t *testing.T, root string) string {
+// startRegistry serves an image registry (go-containerregistry's, in this
+// process) on one loopback port in the host's namespace and in each
+// node's, for as long as the test runs, and returns its host:port: the
+// nodes' containerd pulls from a loopback registry over plain HTTP.
+func startRegistry(t *testing.T, l *lab.Lab) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "deploy", "agent.yaml"))
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	host, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^\s+image:\s*(\S+)\s*$`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("deploy/agent.yaml names no image")
+	addr := host.Addr().String()
+	listeners := []net.Listener{host}
+	for _, n := range l.Nodes() {
+		var ln net.Listener
+		if err := netns.Run(filepath.Join("/run/netns", n.NetNS), func() error {
+			var err error
+			ln, err = net.Listen("tcp", addr)
+			return err
+		}); err != nil {
+			t.Fatalf("registry in %s: %v", n.Name, err)
+		}
+		listeners = append(listeners, ln)
 	}
-	return string(m[1])
+	for _, ln := range listeners {
+		srv := &http.Server{Handler: reg, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+	}
+	return addr
 }
 
 // checkMetricsWithPromtool runs promtool check metrics on a scrape.
