@@ -36,6 +36,8 @@ func TestSyntheticNodeHealthy(t *testing.T) {
 		}
 		if len(r.Findings) != 1 || r.Findings[0].Type != "StaleEndpoint" || r.Findings[0].Service != "ns-7/svc-7:http" {
 			t.Errorf("%s: findings %+v, want one StaleEndpoint of ns-7/svc-7:http", mode, r.Findings)
+		} else if ep := r.Findings[0].Endpoint; ep != "10.244.0.28:8080" {
+			t.Errorf("%s: the finding names endpoint %q, want 10.244.0.28:8080", mode, ep)
 		}
 		if mode != "nftables" {
 			continue

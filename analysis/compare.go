@@ -136,8 +136,8 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 			// (a catch-all after its chain lost its rules): every backend
 			// is unreachable on this path.
 			for _, b := range eo.Backends {
-				out = append(out, mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", append(append([]behavior.Rule(nil), b.Rules...), oo.Rules...),
-					fmt.Sprintf("endpoint %s of %s gets no traffic on this node: connections to %s meet %s", b.Endpoint, e.Service, e.Key, describe(oo))))
+				out = append(out, withEndpoint(mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", append(append([]behavior.Rule(nil), b.Rules...), oo.Rules...),
+					fmt.Sprintf("endpoint %s of %s gets no traffic on this node: connections to %s meet %s", b.Endpoint, e.Service, e.Key, describe(oo))), b.Endpoint))
 			}
 		case e.LocalOnly && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop):
 			out = append(out, mk(behavior.LocalPolicyMismatch, cls, describe(eo), describe(oo), oo.Rules,
@@ -155,6 +155,12 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 		}
 	}
 	return out
+}
+
+// withEndpoint names the endpoint a finding is about.
+func withEndpoint(f behavior.Finding, ep string) behavior.Finding {
+	f.Endpoint = ep
+	return f
 }
 
 type mkFunc func(string, []behavior.SourceClass, string, string, []behavior.Rule, string) behavior.Finding
@@ -176,14 +182,14 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 	var out []behavior.Finding
 	for _, b := range eo.Backends {
 		if _, ok := om.get(b.Endpoint); !ok {
-			out = append(out, mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", b.Rules,
-				fmt.Sprintf("endpoint %s of %s gets no traffic on this node", b.Endpoint, e.Service)))
+			out = append(out, withEndpoint(mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", b.Rules,
+				fmt.Sprintf("endpoint %s of %s gets no traffic on this node", b.Endpoint, e.Service)), b.Endpoint))
 		}
 	}
 	for _, b := range oo.Backends {
 		if _, ok := em.get(b.Endpoint); !ok {
-			out = append(out, mk(behavior.StaleEndpoint, nil, "absent", b.Endpoint, b.Rules,
-				fmt.Sprintf("%s of %s still sends traffic to %s, which is not a usable endpoint", e.Key, e.Service, b.Endpoint)))
+			out = append(out, withEndpoint(mk(behavior.StaleEndpoint, nil, "absent", b.Endpoint, b.Rules,
+				fmt.Sprintf("%s of %s still sends traffic to %s, which is not a usable endpoint", e.Key, e.Service, b.Endpoint)), b.Endpoint))
 		}
 	}
 	if len(out) > 0 {

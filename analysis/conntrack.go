@@ -214,8 +214,8 @@ func ConntrackFindings(node string, flows []Flow) []behavior.Finding {
 			Type: behavior.StaleConntrack, Node: node, Service: f.Service, Frontends: []string{f.Frontend.String()},
 			Expected: "a serving endpoint of " + f.Service,
 			Observed: fmt.Sprintf("%s from client %s to %s", strings.ToLower(f.Entry.Protocol), f.Client, backend),
-			Rules:    []string{f.Text},
-			Message:  fmt.Sprintf("conntrack keeps client %s of %s on %s: %s", f.Client, f.Service, backend, f.Reason),
+			Rules:    []string{f.Text}, Endpoint: f.Backend,
+			Message: fmt.Sprintf("conntrack keeps client %s of %s on %s: %s", f.Client, f.Service, backend, f.Reason),
 		})
 	}
 	return out

@@ -49,9 +49,10 @@ type Finding struct {
 	Observed string   `json:"observed"`
 	// Rules are the kernel rules or API objects involved.
 	Rules []string `json:"rules,omitempty"`
-	// Endpoint is the endpoint ("ip:port") a kernel object of the
-	// finding sends to, when its plane can tell (an orphaned endpoint
-	// chain's DNAT target).
+	// Endpoint is the endpoint ("ip:port") the finding is about: the one
+	// missing or stale, a conntrack entry's backend, or where a kernel
+	// object of the finding sends to, when its plane can tell (an
+	// orphaned endpoint chain's DNAT target).
 	Endpoint string `json:"endpoint,omitempty"`
 	Message  string `json:"message"`
 }

@@ -19,22 +19,32 @@ import (
 type Collector struct {
 	status  func() *agent.Status
 	version string
-	d       descs
+	// endpoints adds the findings per endpoint (opt-in: one series per
+	// endpoint with findings).
+	endpoints bool
+	d         descs
+}
+
+// Options tune the exporter.
+type Options struct {
+	// EndpointLabels adds svctrace_endpoint_drift_findings, labelled by
+	// endpoint.
+	EndpointLabels bool
 }
 
 type descs struct {
 	build, checkSuccess, checkTime, checkDuration, goodTime, checks, failures,
 	collectorSuccess, collectorDuration, frontends, drift, pending, serviceDrift, staleConntrack,
-	kpInfo, kpLastSync, kpLag, kpStalled, watchErrors, watchErrorTime, apiReachable *prometheus.Desc
+	kpInfo, kpLastSync, kpLag, kpStalled, watchErrors, watchErrorTime, apiReachable, endpointDrift *prometheus.Desc
 }
 
 // NewCollector returns a collector of the agent's status; version is
 // svctrace's.
-func NewCollector(status func() *agent.Status, version string) *Collector {
+func NewCollector(status func() *agent.Status, version string, o Options) *Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("svctrace_"+name, help, labels, nil)
 	}
-	return &Collector{status: status, version: version, d: descs{
+	return &Collector{status: status, version: version, endpoints: o.EndpointLabels, d: descs{
 		build:             d("build_info", "svctrace's version, always 1.", "version"),
 		checkSuccess:      d("last_check_success", "Whether the last check of the node succeeded (1) or failed (0)."),
 		checkTime:         d("last_check_timestamp_seconds", "When the last check of the node started, in seconds since the epoch."),
@@ -56,6 +66,7 @@ func NewCollector(status func() *agent.Status, version string) *Collector {
 		watchErrors:       d("api_watch_errors_total", "Errors of the agent's watches of the API server."),
 		watchErrorTime:    d("api_last_watch_error_timestamp_seconds", "When a watch of the API server last failed with an error it does not retry at once."),
 		apiReachable:      d("api_reachable", "Whether the API server answered at the last check (0: the node was checked against the objects last listed)."),
+		endpointDrift:     d("endpoint_drift_findings", "Findings about one endpoint (missing, stale, stale conntrack entries), only with --endpoint-labels.", "namespace", "service", "endpoint", "finding"),
 	}}
 }
 
@@ -64,7 +75,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{d.build, d.checkSuccess, d.checkTime, d.checkDuration, d.goodTime, d.checks, d.failures,
 		d.collectorSuccess, d.collectorDuration, d.frontends, d.drift, d.pending, d.serviceDrift, d.staleConntrack,
-		d.kpInfo, d.kpLastSync, d.kpLag, d.kpStalled, d.watchErrors, d.watchErrorTime, d.apiReachable} {
+		d.kpInfo, d.kpLastSync, d.kpLag, d.kpStalled, d.watchErrors, d.watchErrorTime, d.apiReachable, d.endpointDrift} {
 		ch <- x
 	}
 }
@@ -119,6 +130,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.staleConntrack, float64(drift[behavior.StaleConntrack]))
 	for _, sf := range byService(good.Drift) {
 		gauge(d.serviceDrift, float64(sf.n), sf.namespace, sf.service, sf.finding)
+	}
+	if c.endpoints {
+		for _, ef := range byEndpoint(good.Drift) {
+			gauge(d.endpointDrift, float64(ef.n), ef.namespace, ef.service, ef.endpoint, ef.finding)
+		}
 	}
 }
 
@@ -183,6 +199,33 @@ func byService(fs []behavior.Finding) []serviceFindings {
 		}
 		idx[k] = len(out)
 		out = append(out, serviceFindings{namespace: ns, service: svc, finding: f.Type, n: 1})
+	}
+	return out
+}
+
+type endpointFindings struct {
+	namespace, service, endpoint, finding string
+	n                                     int
+}
+
+// byEndpoint counts the findings that name an endpoint, by Service,
+// endpoint and type.
+func byEndpoint(fs []behavior.Finding) []endpointFindings {
+	idx := map[[4]string]int{}
+	var out []endpointFindings
+	for _, f := range fs {
+		name, _, _ := strings.Cut(f.Service, ":")
+		ns, svc, ok := strings.Cut(name, "/")
+		if !ok || f.Endpoint == "" {
+			continue
+		}
+		k := [4]string{ns, svc, f.Endpoint, f.Type}
+		if i, ok := idx[k]; ok {
+			out[i].n++
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, endpointFindings{namespace: ns, service: svc, endpoint: f.Endpoint, finding: f.Type, n: 1})
 	}
 	return out
 }

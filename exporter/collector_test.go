@@ -29,9 +29,9 @@ func sampleStatus() *agent.Status {
 	good := &agent.Check{At: t0, Duration: 1500 * time.Millisecond, KubeProxy: kp, Frontends: 42,
 		Reads: []inspect.Read{{Collector: "iptables-save/legacy", Duration: 300 * time.Millisecond}, {Collector: "conntrack", Duration: time.Millisecond}},
 		Drift: []behavior.Finding{
-			{Type: behavior.MissingEndpoint, Service: "shop/cart:http"},
-			{Type: behavior.MissingEndpoint, Service: "shop/cart:grpc"},
-			{Type: behavior.StaleConntrack, Service: "kube-system/kube-dns:dns"},
+			{Type: behavior.MissingEndpoint, Service: "shop/cart:http", Endpoint: "10.244.1.7:8080"},
+			{Type: behavior.MissingEndpoint, Service: "shop/cart:grpc", Endpoint: "10.244.1.7:9090"},
+			{Type: behavior.StaleConntrack, Service: "kube-system/kube-dns:dns", Endpoint: "10.244.2.9:53"},
 			{Type: behavior.LeftoverRules},
 		},
 		Pending: []behavior.Finding{{Type: behavior.MissingFrontend, Service: "shop/new:http"}},
@@ -47,7 +47,7 @@ func sampleStatus() *agent.Status {
 // TestCollectorGolden compares the metrics of a sample status with
 // testdata/sample.prom (go test -update rewrites it), and lints them.
 func TestCollectorGolden(t *testing.T) {
-	c := NewCollector(func() *agent.Status { return sampleStatus() }, "v0.1.0")
+	c := NewCollector(func() *agent.Status { return sampleStatus() }, "v0.1.0", Options{EndpointLabels: true})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	got, err := testutil.GatherAndCount(reg)
@@ -88,11 +88,23 @@ func TestCollectorGolden(t *testing.T) {
 // TestCollectorBeforeFirstCheck: a starting agent shows its build and
 // counters, and no findings it has not looked for.
 func TestCollectorBeforeFirstCheck(t *testing.T) {
-	c := NewCollector(func() *agent.Status { return &agent.Status{Node: "node1"} }, "v0.1.0")
+	c := NewCollector(func() *agent.Status { return &agent.Status{Node: "node1"} }, "v0.1.0", Options{})
 	if n := testutil.CollectAndCount(c, "svctrace_drift_findings", "svctrace_last_check_success"); n != 0 {
 		t.Errorf("%d finding or check metrics before any check", n)
 	}
 	if n := testutil.CollectAndCount(c, "svctrace_build_info"); n != 1 {
 		t.Errorf("%d build_info", n)
+	}
+}
+
+// TestCollectorEndpointLabelsOptIn: no series per endpoint unless asked.
+func TestCollectorEndpointLabelsOptIn(t *testing.T) {
+	c := NewCollector(func() *agent.Status { return sampleStatus() }, "v0.1.0", Options{})
+	if n := testutil.CollectAndCount(c, "svctrace_endpoint_drift_findings"); n != 0 {
+		t.Errorf("%d per-endpoint series without --endpoint-labels", n)
+	}
+	c = NewCollector(func() *agent.Status { return sampleStatus() }, "v0.1.0", Options{EndpointLabels: true})
+	if n := testutil.CollectAndCount(c, "svctrace_endpoint_drift_findings"); n != 3 {
+		t.Errorf("%d per-endpoint series with --endpoint-labels, want 3", n)
 	}
 }

@@ -18,9 +18,9 @@ const maxScrapes = 256
 
 // Handler serves the agent's endpoints: /metrics, /livez, /readyz (and
 // /healthz, as /livez), and a landing page at /.
-func Handler(status func() *agent.Status, version string) http.Handler {
+func Handler(status func() *agent.Status, version string, o Options) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(status, version),
+	reg.MustRegister(NewCollector(status, version, o),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(reg,

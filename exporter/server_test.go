@@ -32,7 +32,7 @@ func get(t *testing.T, url string) (int, string) {
 func TestHandlerHealth(t *testing.T) {
 	var cur atomic.Pointer[agent.Status]
 	cur.Store(&agent.Status{Node: "node1"})
-	srv := httptest.NewServer(Handler(func() *agent.Status { return cur.Load() }, "v0.1.0"))
+	srv := httptest.NewServer(Handler(func() *agent.Status { return cur.Load() }, "v0.1.0", Options{}))
 	defer srv.Close()
 	if code, body := get(t, srv.URL+"/livez"); code != 200 || body != "ok\n" {
 		t.Errorf("/livez: %d %q", code, body)
@@ -61,7 +61,7 @@ func TestHandlerHealth(t *testing.T) {
 // TestHandlerConcurrentScrapes: a hundred scrapes at once all get the
 // metrics.
 func TestHandlerConcurrentScrapes(t *testing.T) {
-	srv := httptest.NewServer(Handler(func() *agent.Status { return sampleStatus() }, "v0.1.0"))
+	srv := httptest.NewServer(Handler(func() *agent.Status { return sampleStatus() }, "v0.1.0", Options{}))
 	defer srv.Close()
 	var wg sync.WaitGroup
 	var bad atomic.Int32

@@ -29,6 +29,7 @@ type agentOptions struct {
 	opts        agent.Options
 	listen      string
 	socket      string
+	exporter    exporter.Options
 }
 
 func newAgentCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -75,6 +76,7 @@ addresses) is served only on a Unix socket in its Pod (--socket), which
 	f.DurationVar(&o.opts.StallAfter, "stall-after", o.opts.StallAfter, "Report kube-proxy as stalled when changes have waited this long for a sync")
 	f.StringVar(&o.opts.KubeProxyMetrics, "kube-proxy-metrics-address", o.opts.KubeProxyMetrics, "Where the node's kube-proxy serves /metrics and /configz")
 	f.StringVar(&o.socket, "socket", o.socket, "Unix socket to serve the full report on (\"\": none)")
+	f.BoolVar(&o.exporter.EndpointLabels, "endpoint-labels", false, "Also export findings per endpoint (svctrace_endpoint_drift_findings): one series per endpoint with findings")
 	cmd.AddCommand(newAgentReportCommand(streams))
 	return cmd
 }
@@ -133,7 +135,7 @@ func (o *agentOptions) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--listen-address: %w", err)
 	}
-	srv := &http.Server{Handler: exporter.Handler(a.Status, versionString()), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: exporter.Handler(a.Status, versionString(), o.exporter), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving", "address", ln.Addr().String(), "node", o.opts.Node)

@@ -33,7 +33,7 @@ const agentAddr = "127.0.0.1:9859"
 //     it, and the drift goes.
 func TestAgent(t *testing.T) {
 	c := startMatrix(t, "iptables", "")
-	a := startAgent(t, c, "node1", "--interval", "2s", "--debounce", "100ms", "--min-gap", "300ms", "--grace-period", "12s", "--stall-after", "4s")
+	a := startAgent(t, c, "node1", "--interval", "2s", "--debounce", "100ms", "--min-gap", "300ms", "--grace-period", "12s", "--stall-after", "4s", "--endpoint-labels")
 
 	m := a.waitMetrics(t, 60*time.Second, "ready and healthy", func(m string) bool {
 		return sumOf(m, "svctrace_last_check_success") == 1 && sumOf(m, "svctrace_drift_findings") == 0 &&
@@ -143,8 +143,9 @@ spec:
 		if d := time.Since(deleted); d < 12*time.Second {
 			t.Errorf("drift reported %v after the change, before the grace period", d)
 		}
-		if !strings.Contains(m, `svctrace_service_drift_findings{finding="MissingEndpoint",namespace="default",service="web"} 1`) {
-			t.Errorf("the Service is not named:\n%s", grepSvctrace(m))
+		if !strings.Contains(m, `svctrace_service_drift_findings{finding="MissingEndpoint",namespace="default",service="web"} 1`) ||
+			!strings.Contains(m, `svctrace_endpoint_drift_findings{endpoint="`+web1+`:8080",finding="MissingEndpoint",namespace="default",service="web"} 1`) {
+			t.Errorf("the Service or its endpoint is not named:\n%s", grepSvctrace(m))
 		}
 		if err := c.startProxy("node1"); err != nil {
 			t.Fatal(err)
