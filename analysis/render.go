@@ -25,8 +25,12 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 		if n.Pending > 0 {
 			pending = fmt.Sprintf(" (%s waiting for kube-proxy's next sync)", wording.Count(n.Pending, "difference", "differences"))
 		}
-		fmt.Fprintf(w, "node %s (%s): %s checked, %s%s\n", n.Name, mode,
-			wording.Count(n.Frontends, "frontend", "frontends"), wording.Count(n.Findings, "finding", "findings"), pending)
+		read := ""
+		if wide && n.BytesRead > 0 {
+			read = fmt.Sprintf(" [%s read from the node]", wording.Bytes(n.BytesRead))
+		}
+		fmt.Fprintf(w, "node %s (%s): %s checked, %s%s%s\n", n.Name, mode,
+			wording.Count(n.Frontends, "frontend", "frontends"), wording.Count(n.Findings, "finding", "findings"), pending, read)
 	}
 	if len(r.Findings) == 0 {
 		if u := len(r.Unreadable()); u > 0 {

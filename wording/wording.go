@@ -1,5 +1,5 @@
 // Package wording holds the small helpers that keep svctrace's messages
-// English: counts with their noun in the right number.
+// English: counts with their noun in the right number, sizes.
 package wording
 
 import "fmt"
@@ -11,4 +11,16 @@ func Count(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// Bytes is a size for people: in bytes, or in KiB or MiB with one
+// decimal.
+func Bytes(n int) string {
+	switch {
+	case n < 1024:
+		return Count(n, "byte", "bytes")
+	case n < 1024*1024:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1024*1024))
 }

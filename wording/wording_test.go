@@ -9,3 +9,11 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[int]string{1: "1 byte", 900: "900 bytes", 1536: "1.5 KiB", 3 << 20: "3.0 MiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

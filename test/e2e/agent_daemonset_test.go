@@ -205,8 +205,9 @@ spec:
 	})
 
 	t.Run("the CLI reads the nodes through their agents", func(t *testing.T) {
-		if out, code := cli("drift", "--all-nodes", "-A"); code != 0 || !strings.Contains(out, "no drift") ||
-			!strings.Contains(out, "node node1 (iptables mode)") || !strings.Contains(out, "node node2 (iptables mode)") {
+		if out, code := cli("drift", "--all-nodes", "-A", "-o", "wide"); code != 0 || !strings.Contains(out, "no drift") ||
+			!strings.Contains(out, "node node1 (iptables mode)") || !strings.Contains(out, "node node2 (iptables mode)") ||
+			strings.Count(out, "read from the node]") != 2 {
 			t.Errorf("drift --all-nodes: exit %d\n%s", code, out)
 		}
 		if out, code := cli("drift", "--all-nodes", "default/wbe"); code != 2 || !strings.Contains(out, "did you mean web") {
@@ -394,35 +395,9 @@ scrape_configs:
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "prometheus.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("ip", "netns", "exec", ns, filepath.Join(bin, "prometheus"),
+	cmd, logPath := startProcess(t, ns, "prometheus", 15*time.Second, false, filepath.Join(bin, "prometheus"),
 		"--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address=127.0.0.1:9090")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logf.Close()
-		if t.Failed() {
-			if b, err := os.ReadFile(logPath); err == nil {
-				t.Logf("prometheus log:\n%s", tail(string(b), 30))
-			}
-		}
-	})
 	return &promProc{agentProc{client: netnsClient(ns), addr: "127.0.0.1:9090", log: logPath, cmd: cmd}}
 }
 

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +52,20 @@ func TestAgent(t *testing.T) {
 	}
 	if code, body := a.get(t, "/readyz"); code != 200 {
 		t.Errorf("/readyz: %d %s", code, body)
+	}
+	// A hundred scrapes at once are all answered.
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for range 100 {
+		wg.Go(func() {
+			if code, body := a.get(t, "/metrics"); code != 200 || !strings.Contains(body, "svctrace_frontends_checked") {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of 100 concurrent scrapes failed", n)
 	}
 
 	t.Run("a burst of changes kube-proxy applies is no drift", func(t *testing.T) {
@@ -230,38 +246,48 @@ func startAgent(t *testing.T, c *cluster, node string, args ...string) *agentPro
 	if err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(t.TempDir(), "agent.log")
+	argv := append([]string{c.bin, "agent", "--node", node, "--kubeconfig", c.Kubeconfig, "--listen-address", agentAddr}, args...)
+	cmd, log := startProcess(t, ns, "agent", 10*time.Second, true, argv...)
+	return &agentProc{log: log, cmd: cmd, client: netnsClient(ns)}
+}
+
+// startProcess starts argv in the lab's network namespace ns, its output in
+// a log file shown (its end) if the test fails, and stops it when the test
+// ends: SIGINT by its PID (ip netns exec has exec'd it), SIGKILL after
+// grace, which is an error of the test when mustQuit.
+func startProcess(t *testing.T, ns, name string, grace time.Duration, mustQuit bool, argv ...string) (*exec.Cmd, string) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := append([]string{"netns", "exec", ns, c.bin, "agent", "--node", node, "--kubeconfig", c.Kubeconfig,
-		"--listen-address", agentAddr}, args...)
-	cmd := exec.Command("ip", argv...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := &agentProc{log: logPath, cmd: cmd, client: netnsClient(ns)}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(grace):
 			_ = cmd.Process.Kill()
 			<-done
-			t.Error("the agent did not stop within 10 s of SIGINT")
+			if mustQuit {
+				t.Errorf("%s did not stop within %v of SIGINT", name, grace)
+			}
 		}
 		logf.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
-				t.Logf("agent log:\n%s", tail(string(b), 60))
+				t.Logf("%s log:\n%s", name, tail(string(b), 60))
 			}
 		}
 	})
-	return a
+	return cmd, logPath
 }
 
 // get fetches a path of the agent.
