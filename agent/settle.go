@@ -98,8 +98,10 @@ func (r settleRules) settled(kp kubeProxyState, changed, firstSeen, now time.Tim
 	if !kp.readable {
 		return false
 	}
-	if !kp.started.IsZero() && (changed.IsZero() || kp.started.After(changed.Add(r.Skew))) {
-		// A sync that started after the change ended before the read.
+	if !kp.started.IsZero() && (changed.IsZero() || (kp.started.After(changed.Add(r.Skew)) && kp.sync.LastSync.After(kp.started))) {
+		// A sync that started after the change ended, successfully,
+		// before the read. (The histogram counts failed syncs too: the
+		// last success must be that sync's end, or a later one's.)
 		return true
 	}
 	return changed.IsZero() && !kp.sync.Pending() && !kp.sync.LastSync.IsZero() &&

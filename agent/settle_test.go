@@ -63,6 +63,7 @@ func TestSettled(t *testing.T) {
 	}{
 		{"a sync started after the change", synced(20, 10, 15), at(10), at(12), at(21), true},
 		{"the sync started before the change", synced(20, 12, 9), at(10), at(12), at(21), false},
+		{"the syncs since the change failed", synced(8, 12, 15), at(10), at(12), at(21), false},
 		{"the sync started within the skew", synced(20, 12, 10.5), at(10), at(12), at(21), false},
 		{"no sync since the change", synced(5, 10, 3), at(10), at(12), at(21), false},
 		{"grace passed, no sync", synced(5, 10, 3), at(10), at(12), at(12 + 120), true},
