@@ -110,6 +110,12 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	case err != nil:
 		return err
 	}
+	return o.printDrift(r)
+}
+
+// printDrift prints a drift report and gives its exit code: drift found,
+// else some node not read, else success.
+func (o *driftOptions) printDrift(r *analysis.DriftReport) error {
 	if err := o.print(r, func(wide bool) { analysis.RenderDrift(o.Out, r, wide) }); err != nil {
 		return err
 	}

@@ -55,16 +55,7 @@ func (o *driftOptions) runAllNodes(ctx context.Context) error {
 		return err
 	}
 	rep.Notes = append(notes, rep.Notes...)
-	if err := o.print(rep, func(wide bool) { analysis.RenderDrift(o.Out, rep, wide) }); err != nil {
-		return err
-	}
-	switch {
-	case len(rep.Findings) > 0:
-		return &exitCodeError{code: exitDrift}
-	case len(rep.Unreadable()) > 0:
-		return &exitCodeError{code: exitUnreadable}
-	}
-	return nil
+	return o.printDrift(rep)
 }
 
 // progressOn shows how many nodes are read on w, when that is a terminal.
