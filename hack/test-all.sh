@@ -12,7 +12,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need=()
-for tool in iptables nft conntrack ipset ip containerd runc nsenter /usr/lib/cni/ptp; do
+for tool in iptables nft conntrack ipset ip containerd runc nsenter tmux /usr/lib/cni/ptp; do
 	command -v "$tool" >/dev/null 2>&1 || [ -x "$tool" ] || need+=("$tool")
 done
 # Images take the kernel tools from Debian packages (apt-get download): apt needs its lists.
@@ -20,12 +20,13 @@ if ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
 	need+=("apt lists")
 fi
 if [ ${#need[@]} -gt 0 ]; then
-	# The lab's nodes that run Pods need containerd, runc and the CNI plugins.
+	# The lab's nodes that run Pods need containerd, runc and the CNI plugins; the
+	# terminal UI's end-to-end test drives the binary in tmux.
 	echo "== installing kernel and node tools (missing: ${need[*]})"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq iptables nftables conntrack ipset ipvsadm iproute2 util-linux \
-		containerd runc containernetworking-plugins >/dev/null
+		containerd runc containernetworking-plugins tmux >/dev/null
 fi
 
 echo "== gofmt"

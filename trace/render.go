@@ -9,11 +9,14 @@ import (
 	"github.com/svctrace/svctrace/wording"
 )
 
-var classLabel = map[behavior.SourceClass]string{
+var classLabels = map[behavior.SourceClass]string{
 	behavior.FromPod:      "from a pod",
 	behavior.FromNode:     "from the node",
 	behavior.FromExternal: "from outside",
 }
+
+// ClassLabel names a source class as the reports do ("from a pod").
+func ClassLabel(c behavior.SourceClass) string { return classLabels[c] }
 
 // RenderExplain writes an explain report as text. wide adds the rules of
 // every source class, not only of the first one that forwards.
@@ -77,7 +80,7 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 		if !ok {
 			continue
 		}
-		head := fmt.Sprintf("  %-14s %s", classLabel[c]+":", verdictText(o))
+		head := fmt.Sprintf("  %-14s %s", ClassLabel(c)+":", VerdictText(o))
 		if !wide && shown != nil && sameBackends(*shown, o) {
 			if o.Verdict == behavior.Forward {
 				head += ", same backends"
@@ -118,7 +121,9 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 	}
 }
 
-func verdictText(o behavior.Outcome) string {
+// VerdictText says what happens to a source class's new connections, as
+// the reports word it.
+func VerdictText(o behavior.Outcome) string {
 	switch o.Verdict {
 	case behavior.Forward:
 		m := "not masqueraded"
@@ -171,23 +176,8 @@ func RenderTrace(w io.Writer, r *TraceReport, wide bool) {
 		}
 		fmt.Fprintln(w)
 		for _, h := range b.Hops {
-			if h.Line > 0 {
-				p := ""
-				if h.Probability > 0 {
-					p = fmt.Sprintf(" [p=%s]", behavior.FormatProbability(h.Probability))
-				}
-				if h.Element != "" {
-					p += "  [" + h.Element + "]"
-				}
-				if h.ByLine {
-					fmt.Fprintf(w, "    %-6s line %-5d %s%s\n", h.Table, h.Line, h.Rule, p)
-				} else {
-					// nftables: rules are numbered by handle and do not
-					// name their chain.
-					fmt.Fprintf(w, "    %s %s #%d: %s%s\n", h.Table, h.Chain, h.Line, h.Rule, p)
-				}
-			} else if wide {
-				fmt.Fprintf(w, "    %-6s %s: %s\n", h.Table, h.Chain, h.Rule)
+			if h.Line > 0 || wide {
+				fmt.Fprintf(w, "    %s\n", HopText(h))
 			}
 		}
 		for _, n := range b.Notes {
@@ -210,4 +200,26 @@ func countsText(c map[string]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// HopText is one hop of a trace as the reports show it: where the rule
+// is (its dump line, or its chain and handle), the rule, the probability
+// of its branch and the element it matched. A hop without a line is a
+// rule the plane assumed.
+func HopText(h Hop) string {
+	if h.Line <= 0 {
+		return fmt.Sprintf("%-6s %s: %s", h.Table, h.Chain, h.Rule)
+	}
+	p := ""
+	if h.Probability > 0 {
+		p = fmt.Sprintf(" [p=%s]", behavior.FormatProbability(h.Probability))
+	}
+	if h.Element != "" {
+		p += "  [" + h.Element + "]"
+	}
+	if h.ByLine {
+		return fmt.Sprintf("%-6s line %-5d %s%s", h.Table, h.Line, h.Rule, p)
+	}
+	// nftables: rules are numbered by handle and do not name their chain.
+	return fmt.Sprintf("%s %s #%d: %s%s", h.Table, h.Chain, h.Line, h.Rule, p)
 }

@@ -97,7 +97,7 @@ func newRootCommandProfiled(streams genericiooptions.IOStreams) (*cobra.Command,
 	drift := newDriftCommand(streams)
 	drift.ValidArgsFunction = completeServiceArg(false)
 	root.AddCommand(explain, newTraceCommand(streams), drift, newCollectCommand(streams),
-		newReconcileCommand(streams), newAgentCommand(streams), newNodeStateCommand(streams), newHelperWaitCommand(), newCleanupCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
+		newReconcileCommand(streams), newTUICommand(streams), newAgentCommand(streams), newNodeStateCommand(streams), newHelperWaitCommand(), newCleanupCommand(streams), newVersionCommand(streams), newCompletionCommand(streams))
 	prof := &profiler{}
 	prof.addFlags(root)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }

@@ -1,0 +1,190 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/trace"
+)
+
+// traceScreen asks for a packet (node, source, destination, where it
+// comes from) and shows every branch it can take through the node's
+// rules, each with its hops.
+type traceScreen struct {
+	fields  []textinput.Model
+	focus   int
+	editing bool
+	r       *trace.TraceReport
+	err     error
+	list    list
+	copies  []string
+	// width is the width the hops were wrapped to.
+	width int
+}
+
+var traceLabels = []string{"node", "source", "destination", "from"}
+
+func newTraceScreen(a *App) *traceScreen {
+	s := &traceScreen{editing: true}
+	placeholders := []string{"node1", "10.244.1.5", "10.96.0.10:53/udp", "pod, node or external"}
+	for i, p := range placeholders {
+		f := textinput.New()
+		f.Prompt = fmt.Sprintf("%-12s ", traceLabels[i]+":")
+		f.Placeholder = p
+		s.fields = append(s.fields, f)
+	}
+	if a.sv != nil {
+		if nodes := a.sv.Nodes(); len(nodes) > 0 {
+			s.fields[0].SetValue(nodes[0].Name)
+		}
+	}
+	s.fields[3].SetValue("pod")
+	s.focus = 1
+	s.fields[1].Focus()
+	return s
+}
+
+func (s *traceScreen) crumb() string { return "Trace" }
+func (s *traceScreen) typing() bool  { return s.editing }
+
+func (s *traceScreen) keys() []key.Binding {
+	if s.editing {
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next field")),
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "trace")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop editing")),
+		}
+	}
+	return []key.Binding{key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "edit the packet")), newKeyMap().Copy}
+}
+
+func (s *traceScreen) reload(a *App) {
+	if s.r != nil {
+		s.run(a)
+	}
+}
+
+func (s *traceScreen) run(a *App) {
+	s.width = max(a.width, 20)
+	v := func(i int) string { return strings.TrimSpace(s.fields[i].Value()) }
+	s.r, s.err = a.sv.Trace(v(0), trace.PacketSpec{Src: v(1), Dst: v(2), From: v(3)})
+	s.build(a)
+}
+
+func (s *traceScreen) build(a *App) {
+	var rows []string
+	var sel []bool
+	s.copies = s.copies[:0]
+	add := func(text, cp string, selectable bool) {
+		rows, sel, s.copies = append(rows, text), append(sel, selectable), append(s.copies, cp)
+	}
+	if s.r != nil {
+		add(a.st.Header.Render(s.r.Packet)+a.st.Dim.Render(fmt.Sprintf("  on %s (%s mode)", s.r.Node, orUnknown(s.r.Mode))), s.r.Packet, false)
+		for _, b := range s.r.Branches {
+			head := fmt.Sprintf("%-5s %s", behavior.FormatProbability(b.Probability), b.Verdict)
+			if b.DNAT != "" {
+				head += " to " + b.DNAT
+			}
+			if b.Pod != "" {
+				head += " pod " + b.Pod
+			}
+			if b.Masquerade {
+				head += ", masqueraded"
+			}
+			if b.Reason != "" {
+				head += ": " + b.Reason
+			}
+			add("", "", false)
+			add(head, b.DNAT, true)
+			for _, h := range b.Hops {
+				for i, line := range strings.Split(ansi.Wrap(trace.HopText(h), max(s.width-8, 20), " ,"), "\n") {
+					if h.Shared || h.Line <= 0 {
+						line = a.st.Dim.Render(line)
+					}
+					if i == 0 {
+						add("    "+line, h.Rule, true)
+					} else {
+						add("      "+line, "", false)
+					}
+				}
+			}
+			for _, n := range b.Notes {
+				add("    "+a.st.Dim.Render(n), n, false)
+			}
+		}
+		for _, n := range s.r.Notes {
+			add(a.st.Dim.Render("note: "+n), n, false)
+		}
+	}
+	s.list.set(rows, sel)
+}
+
+func (s *traceScreen) update(a *App, msg tea.Msg) tea.Cmd {
+	if !s.editing {
+		if s.list.update(msg, a.keys) {
+			return nil
+		}
+		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, a.keys.Filter) {
+			s.editing = true
+			return s.fields[s.focus].Focus()
+		}
+		return nil
+	}
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch k.String() {
+		case "tab", "down", "shift+tab", "up":
+			s.fields[s.focus].Blur()
+			step := 1
+			if k.String() == "shift+tab" || k.String() == "up" {
+				step = len(s.fields) - 1
+			}
+			s.focus = (s.focus + step) % len(s.fields)
+			return s.fields[s.focus].Focus()
+		case "enter":
+			s.editing = false
+			s.fields[s.focus].Blur()
+			s.run(a)
+			return nil
+		case "esc":
+			s.editing = false
+			s.fields[s.focus].Blur()
+			return nil
+		}
+	}
+	var cmd tea.Cmd
+	s.fields[s.focus], cmd = s.fields[s.focus].Update(msg)
+	return cmd
+}
+
+func (s *traceScreen) selection() string {
+	if s.list.cursor < len(s.copies) {
+		return s.copies[s.list.cursor]
+	}
+	return ""
+}
+
+func (s *traceScreen) view(a *App, width, height int) string {
+	var form []string
+	for _, f := range s.fields {
+		form = append(form, f.View())
+	}
+	top := strings.Join(form, "\n") + "\n"
+	used := len(form)
+	switch {
+	case s.err != nil:
+		return top + a.st.Error.Render(s.err.Error())
+	case s.r == nil:
+		return top + a.st.Dim.Render("enter a packet and press enter")
+	}
+	if width != s.width {
+		s.width = width
+		s.build(a)
+	}
+	return top + s.list.view(width, height-used, a.st)
+}
