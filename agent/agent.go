@@ -47,7 +47,7 @@ func DefaultOptions(node string) Options {
 type Agent struct {
 	opts   Options
 	cs     kubernetes.Interface
-	w      *watcher
+	w      *inspect.Watcher
 	pokes  chan struct{}
 	status atomic.Pointer[Status]
 
@@ -66,7 +66,7 @@ func New(cs kubernetes.Interface, o Options) (*Agent, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{opts: o, cs: cs, pokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
-	w, err := newWatcher(cs, o.Node, a.poke)
+	w, err := inspect.NewWatcher(cs, o.Node, a.poke)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func New(cs kubernetes.Interface, o Options) (*Agent, error) {
 // Status is the agent's latest status.
 func (a *Agent) Status() *Status {
 	s := *a.status.Load()
-	s.WatchErrors, s.LastWatchError = a.w.watchErrors()
+	s.WatchErrors, s.LastWatchError = a.w.WatchErrors()
 	return &s
 }
 
@@ -91,7 +91,7 @@ func (a *Agent) poke() {
 
 // Run watches the API and checks the node until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
-	if err := a.w.start(ctx); err != nil {
+	if err := a.w.Start(ctx); err != nil {
 		return err
 	}
 	a.publish(func(s *Status) { s.Synced = true })

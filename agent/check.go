@@ -20,7 +20,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	kp := a.readKubeProxy(ctx, c)
 	a.probeAPI(ctx, c)
 	rules := inspect.ReadRules(ctx)
-	cl, err := a.w.cluster()
+	cl, err := a.w.Cluster()
 	if err != nil {
 		rules()
 		c.Err = errCheck("reading the objects held", err)
@@ -28,7 +28,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	}
 	// Read after the objects were copied: a change between the two is
 	// taken as newer than it is, which can only hold a finding back.
-	changes := a.w.changes()
+	changes := a.w.Changes()
 	pc, note := a.proxyConfig(ctx)
 	if note != "" {
 		c.Notes = append(c.Notes, note)
@@ -68,7 +68,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 			first = start
 		}
 		seen[k] = first
-		if settle.settled(kp, changes.of(serviceOf(f)), first, start) {
+		if settle.settled(kp, changes.Of(serviceOf(f)), first, start) {
 			c.Drift = append(c.Drift, f)
 		} else {
 			c.Pending = append(c.Pending, f)

@@ -12,8 +12,9 @@ type Cell struct {
 	Verdict behavior.Verdict
 	// Backends counts the backends a forwarded connection can reach.
 	Backends int
-	// Drift: a finding of this node names this frontend and class.
-	Drift bool
+	// Drift: a finding of this node names this frontend and class;
+	// Pending: a difference that waits for kube-proxy's sync does.
+	Drift, Pending bool
 	// Missing: the node has no path for this frontend at all.
 	Missing bool
 }
@@ -72,9 +73,9 @@ func (v *Survey) Matrix(ref analysis.ServiceRef) (*Matrix, error) {
 	for _, nr := range reports {
 		row := nr.row
 		if row.Err == nil {
-			findings := v.FindingsOf(ref, row.Node)
+			drift, pending := v.FindingsOf(ref, row.Node)
 			for _, k := range m.Frontends {
-				row.Cells = append(row.Cells, cellsOf(k, nr.fs, findings))
+				row.Cells = append(row.Cells, cellsOf(k, nr.fs, drift, pending))
 			}
 		}
 		m.Rows = append(m.Rows, row)
@@ -94,7 +95,7 @@ func column(k behavior.Key) behavior.Key {
 // cellsOf is what each class meets at a column on one node. A NodePort
 // open on several of the node's addresses shows the worst of them, so
 // that one address's trouble is never hidden by another's health.
-func cellsOf(col behavior.Key, fs []behavior.Frontend, findings []behavior.Finding) []Cell {
+func cellsOf(col behavior.Key, fs []behavior.Frontend, drift, pending []behavior.Finding) []Cell {
 	out := make([]Cell, len(behavior.SourceClasses))
 	for i := range out {
 		out[i] = Cell{Missing: true, Verdict: behavior.Unhandled}
@@ -107,27 +108,33 @@ func cellsOf(col behavior.Key, fs []behavior.Frontend, findings []behavior.Findi
 		for i, c := range behavior.SourceClasses {
 			o := f.Outcomes[c]
 			cell := Cell{Verdict: o.Verdict, Backends: len(o.Backends)}
-			for _, fd := range findings {
-				if aboutFrontend(fd, f.Key) && (len(fd.Sources) == 0 || slices.Contains(fd.Sources, string(c))) {
-					cell.Drift = true
-				}
-			}
+			cell.Drift = names(drift, f.Key, c)
+			cell.Pending = !cell.Drift && names(pending, f.Key, c)
 			if first || cell.rank() > out[i].rank() {
 				out[i] = cell
 			}
 		}
 		first = false
 	}
+	// A frontend the node lacks while a change waits for kube-proxy's
+	// sync (a Service just added) is pending, not missing.
+	for i := range out {
+		if out[i].Missing && len(pending) > 0 {
+			out[i].Pending = true
+		}
+	}
 	return out
 }
 
 // rank orders cells from healthy to troubled: forwarded, rejected or
-// dropped, not handled, missing, drifting.
+// dropped, not handled, pending, missing, drifting.
 func (c Cell) rank() int {
 	switch {
 	case c.Drift:
-		return 4
+		return 5
 	case c.Missing:
+		return 4
+	case c.Pending:
 		return 3
 	case c.Verdict == behavior.Unhandled || c.Verdict == "":
 		return 2
@@ -137,8 +144,13 @@ func (c Cell) rank() int {
 	return 0
 }
 
-// aboutFrontend: the finding names the frontend (a finding that names
-// none is about the Service, not one frontend).
-func aboutFrontend(f behavior.Finding, k behavior.Key) bool {
-	return slices.Contains(f.Frontends, k.String())
+// names: one of the findings is about the frontend (a finding that names
+// none is about the Service, not one frontend) and the class.
+func names(fs []behavior.Finding, k behavior.Key, c behavior.SourceClass) bool {
+	for _, f := range fs {
+		if slices.Contains(f.Frontends, k.String()) && (len(f.Sources) == 0 || slices.Contains(f.Sources, string(c))) {
+			return true
+		}
+	}
+	return false
 }

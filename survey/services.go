@@ -26,9 +26,10 @@ type Service struct {
 	// EndpointSlices of the survey's family.
 	Ready, Serving, Total int
 	// Findings counts its drift findings; Nodes are the nodes they are
-	// on, sorted.
-	Findings int
-	Nodes    []string
+	// on, sorted. Pending counts the differences that wait for
+	// kube-proxy's sync of a change (Options.Changed).
+	Findings, Pending int
+	Nodes             []string
 }
 
 // Ref is the Service's reference.
@@ -54,10 +55,15 @@ func (v *Survey) Services(namespace string) []Service {
 		n := counts[svc.Namespace+"/"+svc.Name]
 		row.Ready, row.Serving, row.Total = n.ready, n.serving, n.total
 		nodes := map[string]bool{}
-		for _, f := range v.Findings() {
+		for _, f := range v.findings {
 			if row.Ref().Matches(f.Service) {
 				row.Findings++
 				nodes[f.Node] = true
+			}
+		}
+		for _, f := range v.pending {
+			if row.Ref().Matches(f.Service) {
+				row.Pending++
 			}
 		}
 		for n := range nodes {
@@ -185,13 +191,16 @@ func (v *Survey) endpointCounts() map[string]endpointCount {
 }
 
 // FindingsOf are a Service's findings on one node (every node when node
-// is empty).
-func (v *Survey) FindingsOf(ref analysis.ServiceRef, node string) []behavior.Finding {
-	var out []behavior.Finding
-	for _, f := range v.Findings() {
-		if ref.Matches(f.Service) && (node == "" || f.Node == node) {
-			out = append(out, f)
+// is empty), and its pending differences there.
+func (v *Survey) FindingsOf(ref analysis.ServiceRef, node string) (drift, pending []behavior.Finding) {
+	of := func(fs []behavior.Finding) []behavior.Finding {
+		var out []behavior.Finding
+		for _, f := range fs {
+			if ref.Matches(f.Service) && (node == "" || f.Node == node) {
+				out = append(out, f)
+			}
 		}
+		return out
 	}
-	return out
+	return of(v.findings), of(v.pending)
 }

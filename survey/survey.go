@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,12 @@ type Options struct {
 	// Unread are nodes the source could not read, with why: they are
 	// shown with their error rather than left out.
 	Unread []analysis.NodeFindings
+	// Changed are when Services (namespace/name) last changed in the
+	// API, as a watch saw it. A finding of a Service that changed after
+	// its node's state was read, or less than Settle before, is pending,
+	// not drift: that state may predate kube-proxy's sync of the change.
+	Changed map[string]time.Time
+	Settle  time.Duration
 }
 
 // Survey holds one reading of a cluster and answers the UI's questions
@@ -41,6 +48,9 @@ type Survey struct {
 	drift    *analysis.DriftReport
 	driftErr error
 	unread   map[string]error
+	// findings are the drift findings; pending, those that wait for
+	// kube-proxy's sync of a change the node's state predates.
+	findings, pending []behavior.Finding
 
 	mu       sync.Mutex
 	analyses map[string]*nodeAnalysis
@@ -73,7 +83,46 @@ func New(s *snapshot.Snapshot, source string, o Options) *Survey {
 	} else {
 		v.driftErr = errors.New("no node's kernel state was read")
 	}
+	if v.drift != nil {
+		v.findings, v.pending = splitPending(s, v.drift.Findings, o.Changed, o.Settle)
+		sortFindings(v.findings)
+		sortFindings(v.pending)
+	}
 	return v
+}
+
+// splitPending sets apart the findings of Services that changed after
+// their node's state was read, or less than settle before.
+func splitPending(s *snapshot.Snapshot, fs []behavior.Finding, changed map[string]time.Time, settle time.Duration) (drift, pending []behavior.Finding) {
+	read := map[string]time.Time{}
+	for _, n := range s.Nodes {
+		read[n.Name] = n.CapturedAt
+	}
+	for _, f := range fs {
+		svc := f.Service
+		if i := strings.LastIndexByte(svc, ':'); i > strings.IndexByte(svc, '/') {
+			svc = svc[:i]
+		}
+		if at, ok := changed[svc]; ok && at.After(read[f.Node].Add(-settle)) {
+			pending = append(pending, f)
+			continue
+		}
+		drift = append(drift, f)
+	}
+	return drift, pending
+}
+
+func sortFindings(fs []behavior.Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		if a.Service != b.Service {
+			return a.Service < b.Service
+		}
+		return a.Node < b.Node
+	})
 }
 
 // Snapshot is the state the survey reads.
@@ -86,31 +135,19 @@ func (v *Survey) Family() string { return v.family }
 func (v *Survey) Drift() (*analysis.DriftReport, error) { return v.drift, v.driftErr }
 
 // Findings are the drift findings of every node read, sorted by type,
-// Service and node.
-func (v *Survey) Findings() []behavior.Finding {
-	if v.drift == nil {
-		return nil
-	}
-	out := append([]behavior.Finding(nil), v.drift.Findings...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Type != b.Type {
-			return a.Type < b.Type
-		}
-		if a.Service != b.Service {
-			return a.Service < b.Service
-		}
-		return a.Node < b.Node
-	})
-	return out
-}
+// Service and node; pending ones are not among them.
+func (v *Survey) Findings() []behavior.Finding { return v.findings }
+
+// Pending are the differences that wait for kube-proxy's sync of a change
+// the node's state predates (see Options.Changed): not drift, not yet.
+func (v *Survey) Pending() []behavior.Finding { return v.pending }
 
 // Node is one node of the survey: read, or not and why.
 type Node struct {
 	Name string
-	// Mode and Findings come from its drift check.
-	Mode     string
-	Findings int
+	// Mode, Findings and Pending come from its drift check.
+	Mode              string
+	Findings, Pending int
 	// Err says why the node's state could not be read or analysed.
 	Err error
 }
@@ -121,7 +158,18 @@ func (v *Survey) Nodes() []Node {
 	seen := map[string]bool{}
 	if v.drift != nil {
 		for _, n := range v.drift.Nodes {
-			out = append(out, Node{Name: n.Name, Mode: n.Mode, Findings: n.Findings})
+			node := Node{Name: n.Name, Mode: n.Mode}
+			for _, f := range v.findings {
+				if f.Node == n.Name {
+					node.Findings++
+				}
+			}
+			for _, f := range v.pending {
+				if f.Node == n.Name {
+					node.Pending++
+				}
+			}
+			out = append(out, node)
 			seen[n.Name] = true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
@@ -135,3 +136,50 @@ type timeoutError struct{}
 func (timeoutError) Error() string { return "timed out" }
 
 var errTimeout error = timeoutError{}
+
+// TestPending: a Service that changed after its node was read, or less
+// than Settle before, has pending differences, not drift; one that
+// changed long before has drift.
+func TestPending(t *testing.T) {
+	s := load(t, "lab-nftables-v1.36.3.snapshot.yaml")
+	for i := range s.Cluster.EndpointSlices {
+		es := &s.Cluster.EndpointSlices[i]
+		if es.Namespace == "default" && es.Labels["kubernetes.io/service-name"] == "web" {
+			es.Endpoints = es.Endpoints[1:]
+		}
+	}
+	read := s.Nodes[0].CapturedAt
+	for _, c := range []struct {
+		name    string
+		changed time.Time
+		pending bool
+	}{
+		{"after the read", read.Add(time.Second), true},
+		{"just before the read", read.Add(-3 * time.Second), true},
+		{"long before the read", read.Add(-time.Hour), false},
+	} {
+		v := survey.New(s, "lab", survey.Options{Changed: map[string]time.Time{"default/web": c.changed}, Settle: 10 * time.Second})
+		var pendingOn1, driftOn1 int
+		for _, f := range v.Pending() {
+			if f.Node == "node1" {
+				pendingOn1++
+			}
+		}
+		for _, f := range v.Findings() {
+			if f.Node == "node1" {
+				driftOn1++
+			}
+		}
+		if c.pending != (pendingOn1 == 1 && driftOn1 == 0) || !c.pending != (driftOn1 == 1 && pendingOn1 == 0) {
+			t.Errorf("changed %s: %d pending, %d findings on node1", c.name, pendingOn1, driftOn1)
+		}
+		r, _ := find(v.Services(""), "default", "web")
+		m, err := v.Matrix(r.Ref())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cell := m.Rows[0].Cells[0][0]; cell.Pending != c.pending || cell.Drift == c.pending {
+			t.Errorf("changed %s: node1's first cell %+v", c.name, cell)
+		}
+	}
+}

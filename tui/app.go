@@ -33,6 +33,9 @@ type Options struct {
 	// Namespace limits the Services screen at first; empty is every
 	// namespace.
 	Namespace string
+	// Static: the data is a file, which r reads again but nothing else
+	// changes; the header says when it was captured rather than its age.
+	Static bool
 	// Now is the clock (tests fix it).
 	Now func() time.Time
 }
@@ -46,7 +49,7 @@ type screen interface {
 	update(a *App, msg tea.Msg) tea.Cmd
 	view(a *App, width, height int) string
 	// keys are the screen's own keys, for the help line.
-	keys() []key.Binding
+	keys(k keyMap) []key.Binding
 	// selection is what y copies.
 	selection() string
 	// reload shows the survey a re-read brought.
@@ -71,8 +74,12 @@ type App struct {
 	height   int
 	fullHelp bool
 	message  string
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// note is a lasting remark on the data (changes not watched, say).
+	note string
+	// gen counts the reads, so that only the newest schedules the next.
+	gen    int
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 type surveyMsg struct {
@@ -80,7 +87,26 @@ type surveyMsg struct {
 	err error
 }
 
-type tickMsg struct{}
+type tickMsg struct{ gen int }
+
+// updateMsg is a survey made without a read: the API objects a watch
+// brought, over the node states already read.
+type updateMsg struct{ sv *survey.Survey }
+
+type rereadMsg struct{}
+
+type noteMsg struct{ text string }
+
+// Updated tells the UI to show sv, made from objects a watch brought;
+// send it with tea.Program.Send.
+func Updated(sv *survey.Survey) tea.Msg { return updateMsg{sv} }
+
+// Reread tells the UI to read the state again, as r does.
+func Reread() tea.Msg { return rereadMsg{} }
+
+// Note tells the UI to show a lasting remark about its data under the
+// screen (that changes are not watched, for instance).
+func Note(text string) tea.Msg { return noteMsg{text} }
 
 // New makes the UI; Run (or a tea.Program) drives it.
 func New(o Options) *App {
@@ -148,13 +174,29 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				s.reload(a)
 			}
 		}
+		a.gen++
 		var next tea.Cmd
 		if a.opt.Every > 0 {
-			next = tea.Tick(a.opt.Every, func(time.Time) tea.Msg { return tickMsg{} })
+			gen := a.gen
+			next = tea.Tick(a.opt.Every, func(time.Time) tea.Msg { return tickMsg{gen} })
 		}
 		return a, next
 	case tickMsg:
+		if msg.gen != a.gen {
+			return a, nil // a read since has scheduled its own
+		}
 		return a, a.startLoad()
+	case rereadMsg:
+		return a, a.startLoad()
+	case updateMsg:
+		a.sv = msg.sv
+		for _, s := range a.stack {
+			s.reload(a)
+		}
+		return a, nil
+	case noteMsg:
+		a.note = msg.text
+		return a, nil
 	case spinner.TickMsg:
 		var cmd tea.Cmd
 		a.spin, cmd = a.spin.Update(msg)
@@ -221,7 +263,7 @@ func (a *App) View() tea.View {
 func (a *App) render() string {
 	w, h := max(a.width, 20), max(a.height, 5)
 	header := a.headerLine(w)
-	footer := a.help.ShortHelpView(a.shortHelp())
+	footer := a.footer(w)
 	status := a.statusLine(w)
 	bodyH := h - 3
 	var body string
@@ -252,6 +294,9 @@ func (a *App) headerLine(w int) string {
 	if a.sv != nil {
 		// The age always shows; the source as far as room allows.
 		when := " · " + age(a.opt.Now().Sub(a.sv.Read))
+		if a.opt.Static {
+			when = " · captured " + a.sv.Read.UTC().Format("2006-01-02 15:04Z")
+		}
 		if a.loading {
 			when = " " + a.spin.View() + when
 		}
@@ -275,17 +320,36 @@ func (a *App) statusLine(w int) string {
 		return ansi.Truncate(a.st.Error.Render("re-read failed: "+a.loadErr.Error()), w, "…")
 	case a.message != "":
 		return ansi.Truncate(a.st.Status.Render(a.message), w, "…")
+	case a.note != "":
+		return ansi.Truncate(a.st.Status.Render(a.note), w, "…")
 	}
 	return ""
 }
 
-func (a *App) shortHelp() []key.Binding {
+// footer is the help line: the screen's own keys as far as they fit,
+// then back, help and quit, which always show.
+func (a *App) footer(w int) string {
 	k := a.keys
-	out := append([]key.Binding{}, a.top().keys()...)
-	if len(a.stack) > 1 {
-		out = append(out, k.Back)
+	tail := []key.Binding{k.Help, k.Quit}
+	if a.top().typing() {
+		// Keys are text here: only Ctrl-C leaves.
+		tail = []key.Binding{k.QuitTyping}
+	} else if len(a.stack) > 1 {
+		tail = append([]key.Binding{k.Back}, tail...)
 	}
-	return append(out, k.Help, k.Quit)
+	end := a.help.ShortHelpView(tail)
+	room := w - lipgloss.Width(end) - 3
+	var head []key.Binding
+	for _, b := range a.top().keys(k) {
+		if lipgloss.Width(a.help.ShortHelpView(append(head, b))) > room {
+			break
+		}
+		head = append(head, b)
+	}
+	if len(head) == 0 {
+		return end
+	}
+	return a.help.ShortHelpView(head) + a.help.Styles.ShortSeparator.Render(" • ") + end
 }
 
 func (a *App) fullHelpGroups() [][]key.Binding {

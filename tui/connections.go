@@ -28,8 +28,8 @@ func newConnectionsScreen(ref analysis.ServiceRef, node string) *connectionsScre
 
 func (s *connectionsScreen) crumb() string { return "connections on " + s.node }
 func (s *connectionsScreen) typing() bool  { return false }
-func (s *connectionsScreen) keys() []key.Binding {
-	return []key.Binding{newKeyMap().Copy}
+func (s *connectionsScreen) keys(k keyMap) []key.Binding {
+	return []key.Binding{k.Copy}
 }
 
 func (s *connectionsScreen) reload(a *App) {

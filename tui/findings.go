@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/svctrace/svctrace/analysis"
@@ -17,8 +18,11 @@ import (
 // endpoint or frontend it is about.
 type findingsScreen struct {
 	findings []behavior.Finding
-	// at maps a row to its finding (-1 for a heading).
+	// at maps a row to its finding (-1 for a heading); rows and sel are
+	// the rows being laid out.
 	at   []int
+	rows []string
+	sel  []bool
 	list list
 	err  error
 }
@@ -28,24 +32,34 @@ func newFindingsScreen() *findingsScreen { return &findingsScreen{} }
 func (s *findingsScreen) crumb() string { return "Findings" }
 func (s *findingsScreen) typing() bool  { return false }
 
-func (s *findingsScreen) keys() []key.Binding {
-	k := newKeyMap()
+func (s *findingsScreen) keys(k keyMap) []key.Binding {
 	return []key.Binding{k.Open, k.Copy}
 }
 
 func (s *findingsScreen) reload(a *App) {
 	_, s.err = a.sv.Drift()
-	s.findings = a.sv.Findings()
-	var rows []string
-	var sel []bool
-	s.at = s.at[:0]
+	drift, pending := a.sv.Findings(), a.sv.Pending()
+	s.findings = append(append([]behavior.Finding(nil), drift...), pending...)
+	s.rows, s.sel, s.at = nil, nil, s.at[:0]
+	s.group(a, 0, len(drift), a.st.Drift, "")
+	s.group(a, len(drift), len(s.findings), a.st.Dim, "pending, kube-proxy has not synced the change yet: ")
+	s.list.set(s.rows, s.sel)
+}
+
+// group adds the findings from..to, by type and Service; a finding's
+// message wraps under its node, so all of it shows.
+func (s *findingsScreen) group(a *App, from, to int, style lipgloss.Style, prefix string) {
+	add := func(row string, finding int) {
+		s.rows, s.sel, s.at = append(s.rows, row), append(s.sel, finding >= 0), append(s.at, finding)
+	}
 	lastType, lastSvc := "", ""
-	for i, f := range s.findings {
+	for i := from; i < to; i++ {
+		f := s.findings[i]
 		if f.Type != lastType {
-			if lastType != "" {
-				rows, sel, s.at = append(rows, ""), append(sel, false), append(s.at, -1)
+			if len(s.rows) > 0 {
+				add("", -1)
 			}
-			rows, sel, s.at = append(rows, a.st.Drift.Render(f.Type)), append(sel, false), append(s.at, -1)
+			add(style.Render(prefix+f.Type), -1)
 			lastType, lastSvc = f.Type, ""
 		}
 		if f.Service != lastSvc {
@@ -53,20 +67,17 @@ func (s *findingsScreen) reload(a *App) {
 			if svc == "" {
 				svc = "(no Service)"
 			}
-			rows, sel, s.at = append(rows, "  "+a.st.Header.Render(svc)), append(sel, false), append(s.at, -1)
+			add("  "+a.st.Header.Render(svc), -1)
 			lastSvc = f.Service
 		}
-		// The message wraps under the node, so all of it shows.
-		msg := strings.Split(ansi.Wrap(f.Message, max(a.width-22, 20), " ,"), "\n")
-		for j, line := range msg {
+		for j, line := range strings.Split(ansi.Wrap(f.Message, max(a.width-22, 20), " ,"), "\n") {
 			if j == 0 {
-				rows, sel, s.at = append(rows, fmt.Sprintf("    %-12s %s", f.Node, line)), append(sel, true), append(s.at, i)
+				add(fmt.Sprintf("    %-12s %s", f.Node, line), i)
 				continue
 			}
-			rows, sel, s.at = append(rows, "                 "+line), append(sel, false), append(s.at, -1)
+			add("                 "+line, -1)
 		}
 	}
-	s.list.set(rows, sel)
 }
 
 func (s *findingsScreen) selected() (behavior.Finding, bool) {
@@ -128,6 +139,9 @@ func (s *findingsScreen) view(a *App, width, height int) string {
 	}
 	if len(s.findings) == 0 {
 		return a.st.OK.Render("no drift") + a.st.Dim.Render(" on the nodes read")
+	}
+	if len(a.sv.Findings()) == 0 {
+		return a.st.OK.Render("no drift") + a.st.Dim.Render(" yet, only differences that wait for kube-proxy's sync") + "\n" + s.list.view(width, height-1, a.st)
 	}
 	return s.list.view(width, height, a.st)
 }

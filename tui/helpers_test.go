@@ -16,7 +16,13 @@ import (
 	"github.com/svctrace/svctrace/survey"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files from what the views draw now")
+// updating: go test ./tui -update rewrites the golden files from what
+// the views draw now. The flag is the one teatest's golden package
+// defines, so that one -update serves both.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // loadExample reads a bundled snapshot of the lab.
 func loadExample(t testing.TB, name string) *snapshot.Snapshot {
@@ -87,7 +93,7 @@ func golden(t *testing.T, a *App, name string) {
 		}
 	}
 	path := filepath.Join("testdata", name+".golden")
-	if *update {
+	if updating() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -103,4 +109,9 @@ func golden(t *testing.T, a *App, name string) {
 	if got != string(want) {
 		t.Errorf("%s differs from %s (go test ./tui -update rewrites it):\n--- got\n%s\n--- want\n%s", name, path, got, want)
 	}
+}
+
+func isQuit(m tea.Msg) bool {
+	_, ok := m.(tea.QuitMsg)
+	return ok
 }

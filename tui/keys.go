@@ -11,6 +11,12 @@ type keyMap struct {
 	Filter, Sort, AllNamespaces             key.Binding
 	Findings, Connections, Trace            key.Binding
 	Refresh, Copy, Help, Quit               key.Binding
+	// Keys of one screen's moments: unfolding a path, typing a filter,
+	// filling the trace form (where every other key is text, so only
+	// Ctrl-C leaves).
+	Unfold, KeepFilter, ClearFilter      key.Binding
+	NextField, PrevField, RunTrace, Edit key.Binding
+	StopEditing, QuitTyping              key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -38,5 +44,14 @@ func newKeyMap() keyMap {
 		Copy:          b("y", "copy", "y"),
 		Help:          b("?", "help", "?"),
 		Quit:          b("q", "quit", "q", "ctrl+c"),
+		Unfold:        b("enter", "rules", "enter"),
+		KeepFilter:    b("enter", "keep the filter", "enter"),
+		ClearFilter:   b("esc", "clear it", "esc"),
+		NextField:     b("tab/↓", "next field", "tab", "down"),
+		PrevField:     b("shift+tab/↑", "previous field", "shift+tab", "up"),
+		RunTrace:      b("enter", "trace", "enter"),
+		Edit:          b("/", "edit the packet", "/"),
+		StopEditing:   b("esc", "stop editing", "esc"),
+		QuitTyping:    b("ctrl+c", "quit", "ctrl+c"),
 	}
 }

@@ -27,8 +27,7 @@ func newMatrixScreen(ref analysis.ServiceRef) *matrixScreen { return &matrixScre
 func (s *matrixScreen) crumb() string { return s.ref.Namespace + "/" + s.ref.Name }
 func (s *matrixScreen) typing() bool  { return false }
 
-func (s *matrixScreen) keys() []key.Binding {
-	k := newKeyMap()
+func (s *matrixScreen) keys(k keyMap) []key.Binding {
 	return []key.Binding{k.Open, k.Connections, k.Left, k.Right}
 }
 
@@ -107,14 +106,14 @@ func (s *matrixScreen) view(a *App, width, height int) string {
 	}
 	s.list.set(rows, nil)
 	top := a.st.Header.Render(h1.String()) + "\n" + a.st.Header.Render(h2.String())
-	body := top + "\n" + s.list.view(width, height-5, a.st)
-	legend := a.st.Dim.Render("  from a pod, the node, outside: →N forwarded to N backends, reject, drop,\n  none (no rule), - (no such frontend), DRIFT (a finding)")
+	body := top + "\n" + s.list.view(width, height-6, a.st)
+	legend := a.st.Dim.Render("  from a pod, the node, outside: →N forwarded to N backends, reject, drop,\n  none (no rule), - (no such frontend), DRIFT (a finding), wait (a change\n  kube-proxy has not synced yet)")
 	if more != "" {
 		legend = a.st.Dim.Render("  "+more) + "\n" + legend
 	} else {
 		legend = "\n" + legend
 	}
-	return fitLines(body, height-3) + "\n" + legend
+	return fitLines(body, height-4) + "\n" + legend
 }
 
 func (s *matrixScreen) row(a *App, r survey.NodeRow, shown []behavior.Key) string {
@@ -149,6 +148,8 @@ func cellText(st Styles, c survey.Cell) string {
 	switch {
 	case c.Drift:
 		text, style = "DRIFT", st.Drift
+	case c.Pending:
+		text, style = "wait", st.Dim
 	case c.Missing:
 		text, style = "-", st.Dim
 	case c.Verdict == behavior.Forward:

@@ -56,10 +56,8 @@ func (s *pathsScreen) crumb() string {
 }
 func (s *pathsScreen) typing() bool { return false }
 
-func (s *pathsScreen) keys() []key.Binding {
-	k := newKeyMap()
-	open := key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "rules"))
-	return []key.Binding{open, k.Connections, k.Copy}
+func (s *pathsScreen) keys(k keyMap) []key.Binding {
+	return []key.Binding{k.Unfold, k.Connections, k.Copy}
 }
 
 func (s *pathsScreen) reload(a *App) {

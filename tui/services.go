@@ -43,8 +43,10 @@ func (s *servicesScreen) crumb() string {
 
 func (s *servicesScreen) typing() bool { return s.filtering }
 
-func (s *servicesScreen) keys() []key.Binding {
-	k := newKeyMap()
+func (s *servicesScreen) keys(k keyMap) []key.Binding {
+	if s.filtering {
+		return []key.Binding{k.KeepFilter, k.ClearFilter}
+	}
 	return []key.Binding{k.Open, k.Filter, k.Sort, k.AllNamespaces, k.Findings, k.Trace}
 }
 
@@ -89,6 +91,8 @@ func (s *servicesScreen) row(r survey.Service) string {
 	drift := ""
 	if r.Findings > 0 {
 		drift = fmt.Sprintf("%d: %s", r.Findings, strings.Join(r.Nodes, ","))
+	} else if r.Pending > 0 {
+		drift = "wait (syncing)"
 	}
 	return fmt.Sprintf("%-*s %-12s %-22s %-8s %s", nameWidth, cut(r.Namespace+"/"+r.Name, nameWidth), r.Type, cut(fe, 21), eps, drift)
 }
@@ -101,17 +105,14 @@ func (s *servicesScreen) header() string {
 
 func (s *servicesScreen) update(a *App, msg tea.Msg) tea.Cmd {
 	if s.filtering {
-		if k, ok := msg.(tea.KeyPressMsg); ok {
-			switch k.String() {
-			case "enter", "esc":
-				s.filtering = false
-				s.filter.Blur()
-				if k.String() == "esc" {
-					s.filter.SetValue("")
-				}
-				s.apply()
-				return nil
+		if k, ok := msg.(tea.KeyPressMsg); ok && (key.Matches(k, a.keys.KeepFilter) || key.Matches(k, a.keys.ClearFilter)) {
+			s.filtering = false
+			s.filter.Blur()
+			if key.Matches(k, a.keys.ClearFilter) {
+				s.filter.SetValue("")
 			}
+			s.apply()
+			return nil
 		}
 		var cmd tea.Cmd
 		s.filter, cmd = s.filter.Update(msg)

@@ -53,15 +53,11 @@ func newTraceScreen(a *App) *traceScreen {
 func (s *traceScreen) crumb() string { return "Trace" }
 func (s *traceScreen) typing() bool  { return s.editing }
 
-func (s *traceScreen) keys() []key.Binding {
+func (s *traceScreen) keys(k keyMap) []key.Binding {
 	if s.editing {
-		return []key.Binding{
-			key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next field")),
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "trace")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop editing")),
-		}
+		return []key.Binding{k.NextField, k.RunTrace, k.StopEditing}
 	}
-	return []key.Binding{key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "edit the packet")), newKeyMap().Copy}
+	return []key.Binding{k.Edit, k.Copy}
 }
 
 func (s *traceScreen) reload(a *App) {
@@ -130,28 +126,28 @@ func (s *traceScreen) update(a *App, msg tea.Msg) tea.Cmd {
 		if s.list.update(msg, a.keys) {
 			return nil
 		}
-		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, a.keys.Filter) {
+		if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, a.keys.Edit) {
 			s.editing = true
 			return s.fields[s.focus].Focus()
 		}
 		return nil
 	}
 	if k, ok := msg.(tea.KeyPressMsg); ok {
-		switch k.String() {
-		case "tab", "down", "shift+tab", "up":
+		switch {
+		case key.Matches(k, a.keys.NextField), key.Matches(k, a.keys.PrevField):
 			s.fields[s.focus].Blur()
 			step := 1
-			if k.String() == "shift+tab" || k.String() == "up" {
+			if key.Matches(k, a.keys.PrevField) {
 				step = len(s.fields) - 1
 			}
 			s.focus = (s.focus + step) % len(s.fields)
 			return s.fields[s.focus].Focus()
-		case "enter":
+		case key.Matches(k, a.keys.RunTrace):
 			s.editing = false
 			s.fields[s.focus].Blur()
 			s.run(a)
 			return nil
-		case "esc":
+		case key.Matches(k, a.keys.StopEditing):
 			s.editing = false
 			s.fields[s.focus].Blur()
 			return nil

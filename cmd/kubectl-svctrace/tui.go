@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -16,6 +17,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
+	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/survey"
 	"github.com/svctrace/svctrace/tui"
 )
@@ -25,6 +29,24 @@ type tuiOptions struct {
 	refresh time.Duration
 	logFile string
 	noColor bool
+	// live holds, on a live cluster, the watch of its objects and the
+	// last state read.
+	live liveState
+}
+
+// settle is how long after a change of its objects a Service's
+// differences count as pending, not drift: kube-proxy syncs a change
+// within about a second (its minSyncPeriod) on most nodes, and the node
+// state is read again once this has passed.
+const settle = 10 * time.Second
+
+// liveState is shared by the reads (in the UI's commands) and the watch.
+type liveState struct {
+	mu      sync.Mutex
+	watcher *inspect.Watcher
+	last    *snapshot.Snapshot
+	unread  []analysis.NodeFindings
+	source  string
 }
 
 func newTUICommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -83,12 +105,113 @@ func (o *tuiOptions) run(ctx context.Context) error {
 	o.ErrOut = io.Discard
 
 	_, noColor := os.LookupEnv("NO_COLOR")
-	app := tui.New(tui.Options{Load: o.load, Every: o.every(), Mono: o.noColor || noColor, Namespace: o.tuiNamespace()})
+	app := tui.New(tui.Options{Load: o.load, Every: o.every(), Mono: o.noColor || noColor, Namespace: o.tuiNamespace(), Static: o.snapshotFile != ""})
 	p := tea.NewProgram(app, tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out))
+	if o.snapshotFile == "" && o.objectsFile == "" {
+		watchCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go o.watch(watchCtx, p)
+	}
 	if _, err := p.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return fmt.Errorf("tui: %w", err)
 	}
 	return nil
+}
+
+// watch follows the cluster's Services and EndpointSlices: on a change,
+// the UI shows the new objects over the node states already read (the
+// Service's differences pending), and the nodes are read again once
+// kube-proxy has had time to sync. Without the right to watch, the UI
+// says so and re-reads on its period.
+func (o *tuiOptions) watch(ctx context.Context, p *tea.Program) {
+	cs, err := o.clientset()
+	if err == nil {
+		var w *inspect.Watcher
+		changed := make(chan struct{}, 1)
+		w, err = inspect.NewWatcher(cs, "", func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		})
+		if err == nil {
+			err = o.startWatch(ctx, w)
+		}
+		if err == nil {
+			o.follow(ctx, p, w, changed)
+			return
+		}
+	}
+	log.Printf("not watching the API: %v", err)
+	note := "changes are not watched (" + err.Error() + ")"
+	if o.refresh > 0 {
+		note += ": re-read every " + o.refresh.String() + " and on r"
+	}
+	p.Send(tui.Note(note))
+}
+
+// startWatch lists and watches the objects, giving up after a minute
+// (a user who may list but not watch never gets a synced cache).
+func (o *tuiOptions) startWatch(ctx context.Context, w *inspect.Watcher) error {
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := w.Start(syncCtx); err != nil {
+		return err
+	}
+	o.live.mu.Lock()
+	o.live.watcher = w
+	o.live.mu.Unlock()
+	return nil
+}
+
+// follow turns the watch's changes into new surveys, a burst of changes
+// into one, and schedules the read that confirms them.
+func (o *tuiOptions) follow(ctx context.Context, p *tea.Program, w *inspect.Watcher, changed <-chan struct{}) {
+	reread := time.NewTimer(time.Hour)
+	reread.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reread.C:
+			p.Send(tui.Reread())
+		case <-changed:
+			time.Sleep(300 * time.Millisecond) // let a burst land
+			if sv := o.resurvey(w); sv != nil {
+				p.Send(tui.Updated(sv))
+			}
+			reread.Reset(settle + time.Second)
+		}
+	}
+}
+
+// resurvey is the last read with the watch's objects in place of those
+// listed then.
+func (o *tuiOptions) resurvey(w *inspect.Watcher) *survey.Survey {
+	o.live.mu.Lock()
+	last, unread, source := o.live.last, o.live.unread, o.live.source
+	o.live.mu.Unlock()
+	if last == nil {
+		return nil
+	}
+	s := *last
+	c := *last.Cluster
+	s.Cluster = &c
+	return o.survey(&s, w, source, unread)
+}
+
+// survey surveys s; with a watch, over its newest objects, and the
+// differences of Services that changed since their node was read are
+// pending.
+func (o *tuiOptions) survey(s *snapshot.Snapshot, w *inspect.Watcher, source string, unread []analysis.NodeFindings) *survey.Survey {
+	opts := survey.Options{Family: o.family, Unread: unread, Settle: settle}
+	if w != nil {
+		if c, err := w.Cluster(); err == nil && s.Cluster != nil {
+			s.Cluster.Services, s.Cluster.EndpointSlices = c.Services, c.EndpointSlices
+		}
+		opts.Changed = w.Changes().Services
+	}
+	return survey.New(s, source, opts)
 }
 
 // every is how often the state is re-read: a file only on demand.
@@ -123,5 +246,9 @@ func (o *tuiOptions) load(ctx context.Context) (*survey.Survey, error) {
 	} else if o.local {
 		source = "live, node " + o.node
 	}
-	return survey.New(s, source, survey.Options{Family: o.family, Unread: o.unread}), nil
+	o.live.mu.Lock()
+	w := o.live.watcher
+	o.live.last, o.live.unread, o.live.source = s, o.unread, source
+	o.live.mu.Unlock()
+	return o.survey(s, w, source, o.unread), nil
 }

@@ -5,98 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/svctrace/svctrace/internal/tmuxtest"
 	"github.com/svctrace/svctrace/snapshot"
 )
-
-// tmuxPane runs a command in a pane of its own tmux server, 80×24, and
-// drives it as a user would: keys in, the screen read back.
-type tmuxPane struct {
-	t    *testing.T
-	sock string
-}
-
-func newTmuxPane(t *testing.T, command string) *tmuxPane {
-	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tmux not found in PATH, and CI=true forbids skipping")
-		}
-		t.Skip("tmux not found in PATH")
-	}
-	p := &tmuxPane{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock")}
-	p.run("new-session", "-d", "-x", "80", "-y", "24", "-s", "svctrace", "-e", "TERM=xterm-256color", command)
-	// The pane stays once the command ends, so its exit status can be read.
-	p.run("set-option", "-t", "svctrace", "remain-on-exit", "on")
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", p.sock, "kill-server").Run() })
-	return p
-}
-
-func (p *tmuxPane) run(args ...string) string {
-	p.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", p.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		p.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// keys sends each key on its own, a little apart, as typed (tmux key
-// names: Enter, Escape, C-c; anything else is literal text).
-func (p *tmuxPane) keys(keys ...string) {
-	p.t.Helper()
-	for _, k := range keys {
-		switch k {
-		case "Enter", "Escape", "C-c", "BSpace", "Down", "Up":
-			p.run("send-keys", "-t", "svctrace", k)
-		default:
-			p.run("send-keys", "-t", "svctrace", "-l", k)
-		}
-		time.Sleep(150 * time.Millisecond)
-	}
-}
-
-func (p *tmuxPane) screen() string {
-	return p.run("capture-pane", "-p", "-t", "svctrace")
-}
-
-// waitFor waits until the screen shows text, and returns the screen.
-func (p *tmuxPane) waitFor(text string) string {
-	p.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := p.screen()
-		if strings.Contains(s, text) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("the screen never showed %q; it shows:\n%s", text, s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// exited waits for the command to end and returns its exit status.
-func (p *tmuxPane) exited() string {
-	p.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := strings.TrimSpace(p.run("display-message", "-p", "-t", "svctrace", "#{pane_dead} #{pane_dead_status} #{alternate_on}"))
-		if strings.HasPrefix(st, "1 ") {
-			if !strings.HasSuffix(st, " 0") {
-				p.t.Errorf("the alternate screen is still on after the UI left (pane: %s)", st)
-			}
-			return strings.Fields(st)[1]
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("the UI did not end; pane %s, screen:\n%s", st, p.screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // TestTUIInTmux drives the real binary in a real terminal on the bundled
 // lab snapshot: open it, filter to a Service, open a node, unfold a
@@ -107,21 +23,22 @@ func TestTUIInTmux(t *testing.T) {
 	bin := buildBinary(t)
 	healthy := filepath.Join("..", "..", "examples", "lab-nftables-v1.36.3.snapshot.yaml")
 
-	p := newTmuxPane(t, fmt.Sprintf("%s tui --snapshot %s --log-file %s", bin, healthy, filepath.Join(t.TempDir(), "tui.log")))
-	p.waitFor("default/crowded")
-	p.keys("/", "default/web ", "Enter")
-	p.waitFor("1 of 21")
-	p.keys("Enter")
-	p.waitFor("NODE")
-	p.keys("Enter")
-	p.waitFor("from a pod:")
-	p.keys("j", "j", "Enter")
-	s := p.waitFor("dnat ip to")
+	p := tmuxtest.Start(t, fmt.Sprintf("%s tui --snapshot %s --log-file %s", bin, healthy, filepath.Join(t.TempDir(), "tui.log")))
+	p.WaitFor(20*time.Second, "default/crowded")
+	p.Keys("/", "default/web ", "Enter")
+	p.WaitFor(20*time.Second, "1 of 21")
+	p.Keys("Enter")
+	readmeScreen(t, "matrix", p.WaitFor(20*time.Second, "NODE"))
+	p.Keys("Enter")
+	p.WaitFor(20*time.Second, "from a pod:")
+	p.Keys("j", "j", "Enter")
+	s := p.WaitFor(20*time.Second, "dnat ip to")
 	if !strings.Contains(s, "10.244.1.10:8080") || !strings.Contains(s, "default/web › paths on node1") {
 		t.Errorf("the unfolded backend is not default/web's first on node1:\n%s", s)
 	}
-	p.keys("q")
-	if st := p.exited(); st != "0" {
+	readmeScreen(t, "paths", s)
+	p.Keys("q")
+	if st := p.Exited(); st != "0" {
 		t.Errorf("q: exit status %s, want 0", st)
 	}
 
@@ -134,17 +51,17 @@ func TestTUIInTmux(t *testing.T) {
 	if err := snapshot.Save(s0, broken); err != nil {
 		t.Fatal(err)
 	}
-	p = newTmuxPane(t, fmt.Sprintf("%s tui --snapshot %s --log-file %s", bin, broken, filepath.Join(t.TempDir(), "tui.log")))
-	p.waitFor("default/crowded")
-	p.keys("f")
-	p.waitFor("StaleEndpoint")
-	p.keys("Enter")
-	s = p.waitFor("default/web on node1")
+	p = tmuxtest.Start(t, fmt.Sprintf("%s tui --snapshot %s --log-file %s", bin, broken, filepath.Join(t.TempDir(), "tui.log")))
+	p.WaitFor(20*time.Second, "default/crowded")
+	p.Keys("f")
+	p.WaitFor(20*time.Second, "StaleEndpoint")
+	p.Keys("Enter")
+	s = p.WaitFor(20*time.Second, "default/web on node1")
 	if !strings.Contains(s, "− 1/3   10.244.1.11:8080") {
 		t.Errorf("the finding did not open the stale endpoint's path:\n%s", s)
 	}
-	p.keys("C-c")
-	if st := p.exited(); st != "0" {
+	p.Keys("C-c")
+	if st := p.Exited(); st != "0" {
 		t.Errorf("Ctrl-C: exit status %s, want 0", st)
 	}
 }
@@ -177,5 +94,45 @@ func TestTUINeedsATerminal(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "tui needs a terminal") {
 		t.Errorf("the error does not say a terminal is needed: %s", out)
+	}
+}
+
+// readmeScreen compares a screen with the README's capture of it: the
+// ```text block after the line "<!-- tui screen: NAME -->". With -update
+// the block is rewritten from the screen.
+func readmeScreen(t *testing.T, name, screen string) {
+	t.Helper()
+	path := filepath.Join("..", "..", "README.md")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	marker := "<!-- tui screen: " + name + " -->"
+	start := slices.Index(lines, marker)
+	if start < 0 || start+1 >= len(lines) || lines[start+1] != "```text" {
+		t.Fatalf("README.md has no %q followed by a ```text block", marker)
+	}
+	end := start + 2
+	for end < len(lines) && lines[end] != "```" {
+		end++
+	}
+	if end == len(lines) {
+		t.Fatalf("README.md: the block after %q does not end", marker)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimRight(screen, "\n"), "\n") {
+		got = append(got, strings.TrimRight(l, " "))
+	}
+	if *update {
+		out := append(append(append([]string{}, lines[:start+2]...), got...), lines[end:]...)
+		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want := lines[start+2 : end]; !slices.Equal(got, want) {
+		t.Errorf("README.md's %s screen is not what the binary draws (go test ./cmd/kubectl-svctrace -run TestTUIInTmux -update rewrites it):\n--- drawn\n%s\n--- README\n%s",
+			name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

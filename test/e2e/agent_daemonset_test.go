@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/svctrace/svctrace/internal/netns"
+	"github.com/svctrace/svctrace/internal/tmuxtest"
 	"github.com/svctrace/svctrace/test/lab"
 )
 
@@ -243,6 +244,51 @@ spec:
 		}
 		if out, code := cli("drift", "--snapshot", snap, "-A"); code != 0 || !strings.Contains(out, "no drift") {
 			t.Errorf("drift of the collected snapshot: exit %d\n%s", code, out)
+		}
+	})
+
+	t.Run("the terminal UI on the live cluster, as alice", func(t *testing.T) {
+		p := tmuxtest.Start(t, fmt.Sprintf("ip netns exec %s %s tui --kubeconfig %s --as alice --refresh 0 --log-file %s",
+			l.ControlPlaneNetNS(), bin, l.Kubeconfig, filepath.Join(t.TempDir(), "tui.log")))
+		p.WaitFor(2*time.Minute, "default/web ", "2/2/2", "live ·")
+		p.Keys("/", "default/web ", "Enter", "Enter")
+		s := p.WaitFor(time.Minute, "node1", "node2")
+		for _, node := range []string{"node1", "node2"} {
+			if row := lineWith(s, "  "+node+" "); strings.Count(row, "→2") != 3 {
+				t.Errorf("default/web is not forwarded to its 2 backends from every class on %s:\n%s", node, s)
+			}
+		}
+		p.Keys("Enter", "Down", "Down", "Enter")
+		s = p.WaitFor(time.Minute, "default/web › paths on node1", "DNAT --to-destination")
+		if !strings.Contains(lineWith(s, "▸"), eps[0]) && !strings.Contains(lineWith(s, "▸"), eps[1]) {
+			t.Errorf("the unfolded backend is none of %v:\n%s", eps, s)
+		}
+		// A Service made now shows without r: the watch brings it at
+		// once, pending; the nodes are read again once kube-proxy has had
+		// time to sync it, and then it is neither pending nor drifting.
+		p.Keys("Escape", "Escape", "/", "Escape")
+		l.Apply(t, `apiVersion: v1
+kind: Service
+metadata: {name: web2, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`)
+		p.WaitFor(time.Minute, "default/web2")
+		deadline := time.Now().Add(time.Minute)
+		for {
+			row := lineWith(p.Screen(), "default/web2")
+			if row != "" && strings.HasSuffix(strings.TrimRight(row, " "), "2/2/2") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("default/web2 still waits or drifts after the re-read:\n%s", p.Screen())
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		p.Keys("q")
+		if st := p.Exited(); st != "0" {
+			t.Errorf("q: exit status %s, want 0", st)
 		}
 	})
 
@@ -477,4 +523,14 @@ func (p *promProc) waitQuery(t *testing.T, query, want string, timeout time.Dura
 		}
 	}
 	t.Fatalf("%s is not %s within %v: %s", query, want, timeout, body)
+}
+
+// lineWith is the first line of a screen that holds text, or "".
+func lineWith(screen, text string) string {
+	for _, line := range strings.Split(screen, "\n") {
+		if strings.Contains(line, text) {
+			return line
+		}
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package agent
+package inspect
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 	"github.com/svctrace/svctrace/snapshot"
 )
 
-// watcher holds what kube-proxy watches, as kube-proxy does: every Service
-// and EndpointSlice, and the agent's own Node. It remembers when each
-// Service last changed in a way kube-proxy acts on, and pokes the agent's
-// loop on every such change.
-type watcher struct {
+// Watcher holds what kube-proxy watches, as kube-proxy does: every Service
+// and EndpointSlice, and (for a node agent) its own Node. It remembers
+// when each Service last changed in a way kube-proxy acts on, and pokes
+// its owner (the agent's loop, the UI) on every such change.
+type Watcher struct {
 	node    string
 	factory informers.SharedInformerFactory
 	nodes   informers.SharedInformerFactory
@@ -40,8 +40,10 @@ type watcher struct {
 	lastWatchEr time.Time
 }
 
-func newWatcher(cs kubernetes.Interface, node string, poke func()) (*watcher, error) {
-	w := &watcher{node: node, poke: poke, changed: map[string]time.Time{}}
+// NewWatcher watches the Services and EndpointSlices, and the Node named
+// node unless it is empty; poke is called on every change that counts.
+func NewWatcher(cs kubernetes.Interface, node string, poke func()) (*Watcher, error) {
+	w := &Watcher{node: node, poke: poke, changed: map[string]time.Time{}}
 	// Fields kube-proxy never reads are dropped from the cache: on a
 	// large cluster managedFields alone are most of an object.
 	strip := informers.WithTransform(func(obj any) (any, error) {
@@ -51,13 +53,16 @@ func newWatcher(cs kubernetes.Interface, node string, poke func()) (*watcher, er
 		return obj, nil
 	})
 	w.factory = informers.NewSharedInformerFactoryWithOptions(cs, 0, strip)
-	w.nodes = informers.NewSharedInformerFactoryWithOptions(cs, 0, strip,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + node }))
-	for _, inf := range []cache.SharedIndexInformer{
+	watched := []cache.SharedIndexInformer{
 		w.factory.Core().V1().Services().Informer(),
 		w.factory.Discovery().V1().EndpointSlices().Informer(),
-		w.nodes.Core().V1().Nodes().Informer(),
-	} {
+	}
+	if node != "" {
+		w.nodes = informers.NewSharedInformerFactoryWithOptions(cs, 0, strip,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + node }))
+		watched = append(watched, w.nodes.Core().V1().Nodes().Informer())
+	}
+	for _, inf := range watched {
 		if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, _ error) {
 			w.mu.Lock()
 			w.watchErrs++
@@ -81,12 +86,17 @@ func newWatcher(cs kubernetes.Interface, node string, poke func()) (*watcher, er
 	return w, nil
 }
 
-// start starts the watches and waits until each has listed its objects
+// Start starts the watches and waits until each has listed its objects
 // (or ctx ends).
-func (w *watcher) start(ctx context.Context) error {
-	w.factory.Start(ctx.Done())
-	w.nodes.Start(ctx.Done())
-	for _, f := range []informers.SharedInformerFactory{w.factory, w.nodes} {
+func (w *Watcher) Start(ctx context.Context) error {
+	factories := []informers.SharedInformerFactory{w.factory}
+	if w.nodes != nil {
+		factories = append(factories, w.nodes)
+	}
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	for _, f := range factories {
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				return fmt.Errorf("listing %v from the API server: %w", typ, context.Cause(ctx))
@@ -99,7 +109,7 @@ func (w *watcher) start(ctx context.Context) error {
 // note records a change to obj (old is its previous state on an update).
 // An update kube-proxy would ignore (status, labels of a Service, ...)
 // is no change: only what its view of the node depends on counts.
-func (w *watcher) note(obj, old any) {
+func (w *Watcher) note(obj, old any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -136,43 +146,49 @@ func (w *watcher) note(obj, old any) {
 	w.poke()
 }
 
-// changeTimes are when things last changed, as of one moment.
-type changeTimes struct {
-	services  map[string]time.Time
-	node, any time.Time
+// ChangeTimes are when things last changed, as of one moment.
+type ChangeTimes struct {
+	// Services are when each Service (namespace/name) last changed, by
+	// itself or by one of its EndpointSlices, since it was first listed.
+	Services map[string]time.Time
+	// Node is when the watched Node last changed; Any, anything.
+	Node, Any time.Time
 }
 
-// of is when what a finding of Service svc (namespace/name; "" for
+// Of is when what a finding of Service svc (namespace/name; "" for
 // none) depends on last changed: the Service, or the Node, which every
 // Service's rules depend on; anything for a finding of no Service.
-func (c changeTimes) of(svc string) time.Time {
+func (c ChangeTimes) Of(svc string) time.Time {
 	if svc == "" {
-		return c.any
+		return c.Any
 	}
-	return later(c.services[svc], c.node)
+	if n := c.Services[svc]; n.After(c.Node) {
+		return n
+	}
+	return c.Node
 }
 
-// changes are the change times as of now.
-func (w *watcher) changes() changeTimes {
+// Changes are the change times as of now.
+func (w *Watcher) Changes() ChangeTimes {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := changeTimes{services: make(map[string]time.Time, len(w.changed)), node: w.nodeChange, any: w.any}
+	out := ChangeTimes{Services: make(map[string]time.Time, len(w.changed)), Node: w.nodeChange, Any: w.any}
 	for k, v := range w.changed {
-		out.services[k] = v
+		out.Services[k] = v
 	}
 	return out
 }
 
-// watchErrors are the watches' errors so far and the time of the last.
-func (w *watcher) watchErrors() (uint64, time.Time) {
+// WatchErrors are the watches' errors so far and the time of the last.
+func (w *Watcher) WatchErrors() (uint64, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.watchErrs, w.lastWatchEr
 }
 
-// cluster is the objects held now. They are the cache's own: nothing may
+// Cluster is the objects held now. They are the cache's own: nothing may
 // change them (the analysis only reads).
-func (w *watcher) cluster() (*snapshot.Cluster, error) {
+func (w *Watcher) Cluster() (*snapshot.Cluster, error) {
 	svcs, err := w.factory.Core().V1().Services().Lister().List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("services: %w", err)
@@ -181,9 +197,11 @@ func (w *watcher) cluster() (*snapshot.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("endpointslices: %w", err)
 	}
-	nodes, err := w.nodes.Core().V1().Nodes().Lister().List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("nodes: %w", err)
+	var nodes []*corev1.Node
+	if w.nodes != nil {
+		if nodes, err = w.nodes.Core().V1().Nodes().Lister().List(labels.Everything()); err != nil {
+			return nil, fmt.Errorf("nodes: %w", err)
+		}
 	}
 	c := &snapshot.Cluster{
 		Services:       make([]corev1.Service, len(svcs)),
