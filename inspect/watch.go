@@ -86,17 +86,23 @@ func NewWatcher(cs kubernetes.Interface, node string, poke func()) (*Watcher, er
 	return w, nil
 }
 
-// Start starts the watches and waits until each has listed its objects
-// (or ctx ends).
+// Start starts the watches, which run until ctx ends, and waits until
+// each has listed its objects (or ctx ends).
 func (w *Watcher) Start(ctx context.Context) error {
-	factories := []informers.SharedInformerFactory{w.factory}
-	if w.nodes != nil {
-		factories = append(factories, w.nodes)
-	}
-	for _, f := range factories {
+	w.Run(ctx)
+	return w.WaitSynced(ctx)
+}
+
+// Run starts the watches; they run until ctx ends.
+func (w *Watcher) Run(ctx context.Context) {
+	for _, f := range w.factories() {
 		f.Start(ctx.Done())
 	}
-	for _, f := range factories {
+}
+
+// WaitSynced waits until each watch has listed its objects, or ctx ends.
+func (w *Watcher) WaitSynced(ctx context.Context) error {
+	for _, f := range w.factories() {
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				return fmt.Errorf("listing %v from the API server: %w", typ, context.Cause(ctx))
@@ -104,6 +110,13 @@ func (w *Watcher) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (w *Watcher) factories() []informers.SharedInformerFactory {
+	if w.nodes != nil {
+		return []informers.SharedInformerFactory{w.factory, w.nodes}
+	}
+	return []informers.SharedInformerFactory{w.factory}
 }
 
 // note records a change to obj (old is its previous state on an update).

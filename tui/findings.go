@@ -111,10 +111,14 @@ func (s *findingsScreen) update(a *App, msg tea.Msg) tea.Cmd {
 }
 
 // focusOf is the paths row a finding points at: the backend it names, as
-// a pod reaches it, else nothing (the top of the Service).
+// the first class it names reaches it (unfolded, so its rules show), else
+// the frontend it names, else nothing (the top of the Service).
 func focusOf(f behavior.Finding) string {
-	if f.Endpoint == "" || len(f.Frontends) == 0 {
+	if len(f.Frontends) == 0 {
 		return ""
+	}
+	if f.Endpoint == "" {
+		return frontendAnchor(f.Frontends[0])
 	}
 	class := behavior.FromPod
 	if len(f.Sources) > 0 {

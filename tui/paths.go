@@ -36,10 +36,12 @@ type pathsScreen struct {
 	focus string
 }
 
-// pathItem is one row: ids name the rows that expand.
+// pathItem is one row: ids name the rows that expand; anchor names the
+// rows a finding can point at (a frontend, a backend).
 type pathItem struct {
 	text       string
 	id         string // expandable rows only
+	anchor     string
 	copy       string
 	selectable bool
 }
@@ -71,13 +73,17 @@ func (s *pathsScreen) reload(a *App) {
 	s.build(a)
 	if s.focus != "" {
 		for i, it := range s.items {
-			if it.id == s.focus {
+			if it.anchor == s.focus || it.id == s.focus {
 				s.list.cursor = i
+				break
 			}
 		}
 		s.focus = ""
 	}
 }
+
+// frontendAnchor names a frontend's heading, by its key's text.
+func frontendAnchor(key string) string { return "frontend|" + key }
 
 func backendID(f behavior.Frontend, c behavior.SourceClass, endpoint string) string {
 	return f.Key.String() + "|" + string(c) + "|" + endpoint
@@ -104,7 +110,7 @@ func (s *pathsScreen) build(a *App) {
 		if f.Service != "" {
 			head += "  " + f.Service
 		}
-		add(pathItem{text: head, copy: f.Key.Addr(), selectable: true})
+		add(pathItem{text: head, anchor: frontendAnchor(f.Key.String()), copy: f.Key.Addr(), selectable: true})
 		var extras []string
 		if f.Affinity != nil {
 			extras = append(extras, fmt.Sprintf("session affinity ClientIP %ds", f.Affinity.TimeoutSeconds))

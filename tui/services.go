@@ -92,7 +92,7 @@ func (s *servicesScreen) row(r survey.Service) string {
 	if r.Findings > 0 {
 		drift = fmt.Sprintf("%d: %s", r.Findings, strings.Join(r.Nodes, ","))
 	} else if r.Pending > 0 {
-		drift = "wait (syncing)"
+		drift = "wait"
 	}
 	return fmt.Sprintf("%-*s %-12s %-22s %-8s %s", nameWidth, cut(r.Namespace+"/"+r.Name, nameWidth), r.Type, cut(fe, 21), eps, drift)
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/svctrace/svctrace/snapshot"
@@ -186,6 +187,36 @@ func TestColour(t *testing.T) {
 		got := a.render()
 		if !strings.Contains(got, want+"DRIFT") {
 			t.Errorf("mono=%v: DRIFT is not drawn with %q:\n%q", mono, want, ansi.Strip(got))
+		}
+	}
+}
+
+// TestMouseAndResize: the wheel moves the selection; a resize lays the
+// screen out again at the new size, and nothing drawn is wider.
+func TestMouseAndResize(t *testing.T) {
+	a := newTestApp(t, loadExample(t, nftSnapshot), nftSnapshot)
+	a.Update(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	if got := a.top().selection(); got != "default/empty" {
+		t.Errorf("after a wheel turn down the selection is %q, want three rows down, default/empty", got)
+	}
+	a.Update(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
+	if got := a.top().selection(); got != "default/crowded" {
+		t.Errorf("after a wheel turn up the selection is %q, want default/crowded", got)
+	}
+	press(a, "/", "default/web ", "enter", "enter", "enter", "j", "j", "enter")
+	for _, size := range [][2]int{{60, 15}, {120, 40}, {80, 24}} {
+		a.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		lines := strings.Split(screenText(a), "\n")
+		if len(lines) != size[1] {
+			t.Errorf("%dx%d: %d lines drawn", size[0], size[1], len(lines))
+		}
+		for i, l := range lines {
+			if w := ansi.StringWidth(l); w > size[0] {
+				t.Errorf("%dx%d: line %d is %d wide: %q", size[0], size[1], i+1, w, l)
+			}
+		}
+		if size[1] >= 24 && !strings.Contains(screenText(a), "dnat ip to") {
+			t.Errorf("%dx%d: the unfolded backend's DNAT rule is gone:\n%s", size[0], size[1], screenText(a))
 		}
 	}
 }

@@ -104,8 +104,9 @@ func (o *tuiOptions) run(ctx context.Context) error {
 	// Progress and warnings of the reads would draw over the screen.
 	o.ErrOut = io.Discard
 
-	_, noColor := os.LookupEnv("NO_COLOR")
-	app := tui.New(tui.Options{Load: o.load, Every: o.every(), Mono: o.noColor || noColor, Namespace: o.tuiNamespace(), Static: o.snapshotFile != ""})
+	// NO_COLOR, when set and not empty, asks for no colour (no-color.org).
+	noColor := o.noColor || os.Getenv("NO_COLOR") != ""
+	app := tui.New(tui.Options{Load: o.load, Every: o.every(), Mono: noColor, Namespace: o.tuiNamespace(), Static: o.snapshotFile != ""})
 	p := tea.NewProgram(app, tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out))
 	if o.snapshotFile == "" && o.objectsFile == "" {
 		watchCtx, stop := context.WithCancel(ctx)
@@ -124,6 +125,9 @@ func (o *tuiOptions) run(ctx context.Context) error {
 // kube-proxy has had time to sync. Without the right to watch, the UI
 // says so and re-reads on its period.
 func (o *tuiOptions) watch(ctx context.Context, p *tea.Program) {
+	// The watch stops when this returns: at the end, or when it fails.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	cs, err := o.clientset()
 	if err == nil {
 		var w *inspect.Watcher
@@ -138,6 +142,7 @@ func (o *tuiOptions) watch(ctx context.Context, p *tea.Program) {
 			err = o.startWatch(ctx, w)
 		}
 		if err == nil {
+			log.Printf("watching Services and EndpointSlices")
 			o.follow(ctx, p, w, changed)
 			return
 		}
@@ -150,12 +155,14 @@ func (o *tuiOptions) watch(ctx context.Context, p *tea.Program) {
 	p.Send(tui.Note(note))
 }
 
-// startWatch lists and watches the objects, giving up after a minute
-// (a user who may list but not watch never gets a synced cache).
+// startWatch lists and watches the objects until ctx ends, giving up if
+// they are not listed within a minute: a user who may list but not watch
+// never gets a synced cache.
 func (o *tuiOptions) startWatch(ctx context.Context, w *inspect.Watcher) error {
+	w.Run(ctx)
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := w.Start(syncCtx); err != nil {
+	if err := w.WaitSynced(syncCtx); err != nil {
 		return err
 	}
 	o.live.mu.Lock()
@@ -178,6 +185,7 @@ func (o *tuiOptions) follow(ctx context.Context, p *tea.Program, w *inspect.Watc
 		case <-changed:
 			time.Sleep(300 * time.Millisecond) // let a burst land
 			if sv := o.resurvey(w); sv != nil {
+				log.Printf("the API objects changed: showing them over the node states read at %s; reading again in %v", sv.Read.Format(time.RFC3339), settle+time.Second)
 				p.Send(tui.Updated(sv))
 			}
 			reread.Reset(settle + time.Second)

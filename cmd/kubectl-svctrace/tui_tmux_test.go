@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -63,6 +64,45 @@ func TestTUIInTmux(t *testing.T) {
 	p.Keys("C-c")
 	if st := p.Exited(); st != "0" {
 		t.Errorf("Ctrl-C: exit status %s, want 0", st)
+	}
+}
+
+// TestTUINoColor: with NO_COLOR the UI draws no colour at all, and the
+// selection still shows (reverse video); without it, drift is coloured.
+func TestTUINoColor(t *testing.T) {
+	bin := buildBinary(t)
+	s, err := snapshot.Load(filepath.Join("..", "..", "examples", "lab-nftables-v1.36.3.snapshot.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropEndpoint(t, s, "default", "web", "10.244.1.11")
+	broken := filepath.Join(t.TempDir(), "broken.snapshot.yaml")
+	if err := snapshot.Save(s, broken); err != nil {
+		t.Fatal(err)
+	}
+	// A foreground or background colour; 39 and 49 (the defaults) are
+	// none.
+	colour := regexp.MustCompile(`\x1b\[(?:[0-9]+;)*(?:3[0-8]|4[0-8]|9[0-7]|10[0-7])(?:;[0-9]+)*m`)
+	for _, noColor := range []bool{true, false} {
+		env := []string{"NO_COLOR="}
+		if noColor {
+			env = []string{"NO_COLOR=1"}
+		}
+		p := tmuxtest.Start(t, fmt.Sprintf("%s tui --snapshot %s --log-file %s", bin, broken, filepath.Join(t.TempDir(), "tui.log")), env...)
+		p.WaitFor(20*time.Second, "default/crowded")
+		p.Keys("f")
+		p.WaitFor(20*time.Second, "StaleEndpoint")
+		styled := p.ScreenStyled()
+		if got := colour.FindString(styled); noColor && got != "" {
+			t.Errorf("NO_COLOR=1: the screen has colour %q:\n%q", got, styled)
+		} else if !noColor && got == "" {
+			t.Errorf("without NO_COLOR the findings are not coloured:\n%q", styled)
+		}
+		if !strings.Contains(styled, "\x1b[7m") {
+			t.Errorf("NO_COLOR=%v: the selection is not in reverse video:\n%q", noColor, styled)
+		}
+		p.Keys("q")
+		p.Exited()
 	}
 }
 

@@ -21,9 +21,10 @@ type Pane struct {
 const session = "svctrace"
 
 // Start runs command (a shell command line) in a new pane, 80×24 with
-// TERM=xterm-256color; the server is killed when the test ends. Without
-// tmux the test is skipped, or fails under CI=true.
-func Start(t testing.TB, command string) *Pane {
+// TERM=xterm-256color and the environment given (NAME=VALUE); the server
+// is killed when the test ends. Without tmux the test is skipped, or
+// fails under CI=true.
+func Start(t testing.TB, command string, env ...string) *Pane {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -32,7 +33,11 @@ func Start(t testing.TB, command string) *Pane {
 		t.Skip("tmux not found in PATH")
 	}
 	p := &Pane{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock")}
-	p.run("new-session", "-d", "-x", "80", "-y", "24", "-s", session, "-e", "TERM=xterm-256color", command)
+	args := []string{"new-session", "-d", "-x", "80", "-y", "24", "-s", session, "-e", "TERM=xterm-256color"}
+	for _, e := range env {
+		args = append(args, "-e", e)
+	}
+	p.run(append(args, command)...)
 	// The pane stays once the program ends, so its exit status can be read.
 	p.run("set-option", "-t", session, "remain-on-exit", "on")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", p.sock, "kill-server").Run() })
@@ -71,6 +76,12 @@ func (p *Pane) Keys(keys ...string) {
 // Screen is what the pane shows now.
 func (p *Pane) Screen() string {
 	return p.run("capture-pane", "-p", "-t", session)
+}
+
+// ScreenStyled is what the pane shows now with its attributes and colours
+// as escape sequences.
+func (p *Pane) ScreenStyled() string {
+	return p.run("capture-pane", "-p", "-e", "-t", session)
 }
 
 // WaitFor waits until the screen shows every text, at most timeout, and

@@ -248,13 +248,20 @@ spec:
 	})
 
 	t.Run("the terminal UI on the live cluster, as alice", func(t *testing.T) {
+		logFile := filepath.Join(t.TempDir(), "tui.log")
+		t.Cleanup(func() {
+			if t.Failed() {
+				data, _ := os.ReadFile(logFile)
+				t.Logf("the UI's log:\n%s", data)
+			}
+		})
 		p := tmuxtest.Start(t, fmt.Sprintf("ip netns exec %s %s tui --kubeconfig %s --as alice --refresh 0 --log-file %s",
-			l.ControlPlaneNetNS(), bin, l.Kubeconfig, filepath.Join(t.TempDir(), "tui.log")))
+			l.ControlPlaneNetNS(), bin, l.Kubeconfig, logFile))
 		p.WaitFor(2*time.Minute, "default/web ", "2/2/2", "live ·")
 		p.Keys("/", "default/web ", "Enter", "Enter")
 		s := p.WaitFor(time.Minute, "node1", "node2")
 		for _, node := range []string{"node1", "node2"} {
-			if row := lineWith(s, "  "+node+" "); strings.Count(row, "→2") != 3 {
+			if row := lineWith(s, " "+node+" "); strings.Count(row, "→2") != 3 {
 				t.Errorf("default/web is not forwarded to its 2 backends from every class on %s:\n%s", node, s)
 			}
 		}
