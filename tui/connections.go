@@ -20,6 +20,8 @@ type connectionsScreen struct {
 	err   error
 	at    []int
 	list  list
+	gen   int
+	busy  bool
 }
 
 func newConnectionsScreen(ref analysis.ServiceRef, node string) *connectionsScreen {
@@ -32,8 +34,24 @@ func (s *connectionsScreen) keys(k keyMap) []key.Binding {
 	return []key.Binding{k.Copy}
 }
 
-func (s *connectionsScreen) reload(a *App) {
-	s.flows, s.read, s.err = a.sv.Flows(s.ref, s.node)
+// reload reads the node's connections of the Service off the UI's
+// goroutine (the node may not be analysed yet).
+func (s *connectionsScreen) reload(a *App) tea.Cmd {
+	s.gen++
+	gen, sv := s.gen, a.sv
+	s.busy = true
+	return background(func() func(*App) {
+		flows, read, err := sv.Flows(s.ref, s.node)
+		return func(a *App) {
+			if gen == s.gen {
+				s.flows, s.read, s.err, s.busy = flows, read, err, false
+				s.layout(a)
+			}
+		}
+	})
+}
+
+func (s *connectionsScreen) layout(a *App) {
 	var rows []string
 	var sel []bool
 	s.at = s.at[:0]
@@ -86,6 +104,8 @@ func (s *connectionsScreen) selection() string {
 
 func (s *connectionsScreen) view(a *App, width, height int) string {
 	switch {
+	case s.busy && s.flows == nil:
+		return a.spin.View() + " reading the connections…"
 	case s.err != nil:
 		return a.st.Error.Render(s.err.Error())
 	case !s.read:

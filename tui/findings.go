@@ -23,8 +23,12 @@ type findingsScreen struct {
 	at   []int
 	rows []string
 	sel  []bool
-	list list
-	err  error
+	// drift is how many of findings are drift (the rest are pending);
+	// width, the width they were laid out for.
+	drift int
+	width int
+	list  list
+	err   error
 }
 
 func newFindingsScreen() *findingsScreen { return &findingsScreen{} }
@@ -36,13 +40,21 @@ func (s *findingsScreen) keys(k keyMap) []key.Binding {
 	return []key.Binding{k.Open, k.Copy}
 }
 
-func (s *findingsScreen) reload(a *App) {
+func (s *findingsScreen) reload(a *App) tea.Cmd {
 	_, s.err = a.sv.Drift()
 	drift, pending := a.sv.Findings(), a.sv.Pending()
 	s.findings = append(append([]behavior.Finding(nil), drift...), pending...)
+	s.drift = len(drift)
+	s.layout(a, max(a.width, 20))
+	return nil
+}
+
+// layout lays the findings out for a width: messages wrap to it.
+func (s *findingsScreen) layout(a *App, width int) {
+	s.width = width
 	s.rows, s.sel, s.at = nil, nil, s.at[:0]
-	s.group(a, 0, len(drift), a.st.Drift, "")
-	s.group(a, len(drift), len(s.findings), a.st.Dim, "pending, kube-proxy has not synced the change yet: ")
+	s.group(a, 0, s.drift, a.st.Drift, "")
+	s.group(a, s.drift, len(s.findings), a.st.Dim, "pending, kube-proxy has not synced the change yet: ")
 	s.list.set(s.rows, s.sel)
 }
 
@@ -70,7 +82,7 @@ func (s *findingsScreen) group(a *App, from, to int, style lipgloss.Style, prefi
 			add("  "+a.st.Header.Render(svc), -1)
 			lastSvc = f.Service
 		}
-		for j, line := range strings.Split(ansi.Wrap(f.Message, max(a.width-22, 20), " ,"), "\n") {
+		for j, line := range strings.Split(ansi.Wrap(f.Message, max(s.width-22, 20), " ,"), "\n") {
 			if j == 0 {
 				add(fmt.Sprintf("    %-12s %s", f.Node, line), i)
 				continue
@@ -143,6 +155,9 @@ func (s *findingsScreen) view(a *App, width, height int) string {
 	}
 	if len(s.findings) == 0 {
 		return a.st.OK.Render("no drift") + a.st.Dim.Render(" on the nodes read")
+	}
+	if width != s.width {
+		s.layout(a, width)
 	}
 	if len(a.sv.Findings()) == 0 {
 		return a.st.OK.Render("no drift") + a.st.Dim.Render(" yet, only differences that wait for kube-proxy's sync") + "\n" + s.list.view(width, height-1, a.st)

@@ -43,8 +43,27 @@ func newTestApp(t testing.TB, s *snapshot.Snapshot, source string) *App {
 	a := New(Options{Load: func(context.Context) (*survey.Survey, error) { return sv, nil }, Mono: true,
 		Now: func() time.Time { return read.Add(90 * time.Second) }})
 	a.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	a.Update(surveyMsg{sv: sv})
+	_, cmd := a.Update(surveyMsg{sv: sv})
+	settle(a, cmd)
 	return a
+}
+
+// settle does what a program does with a command: it runs it (here,
+// right away) and hands its result back, the work of background commands
+// included, in batches too. Other messages (a clipboard write) are
+// dropped.
+func settle(a *App, cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	switch msg := cmd().(type) {
+	case doneMsg:
+		a.Update(msg)
+	case tea.BatchMsg:
+		for _, c := range msg {
+			settle(a, c)
+		}
+	}
 }
 
 // press sends keys: a name (enter, esc, tab, backspace, ctrl+c, down) or
@@ -52,7 +71,8 @@ func newTestApp(t testing.TB, s *snapshot.Snapshot, source string) *App {
 func press(a *App, keys ...string) {
 	for _, k := range keys {
 		for _, m := range keyMsgs(k) {
-			a.Update(m)
+			_, cmd := a.Update(m)
+			settle(a, cmd)
 		}
 	}
 }

@@ -20,6 +20,10 @@ type matrixScreen struct {
 	err   error
 	first int // the first frontend shown (←/→ scroll)
 	list  list
+	// gen counts the reloads: only the last one's answer shows; busy,
+	// while it is computed.
+	gen  int
+	busy bool
 }
 
 func newMatrixScreen(ref analysis.ServiceRef) *matrixScreen { return &matrixScreen{ref: ref} }
@@ -31,8 +35,20 @@ func (s *matrixScreen) keys(k keyMap) []key.Binding {
 	return []key.Binding{k.Open, k.Connections, k.Left, k.Right}
 }
 
-func (s *matrixScreen) reload(a *App) {
-	s.m, s.err = a.sv.Matrix(s.ref)
+// reload explains the Service on every node, off the UI's goroutine: the
+// first question about a node analyses it.
+func (s *matrixScreen) reload(a *App) tea.Cmd {
+	s.gen++
+	gen, sv, ref := s.gen, a.sv, s.ref
+	s.busy = true
+	return background(func() func(*App) {
+		m, err := sv.Matrix(ref)
+		return func(*App) {
+			if gen == s.gen {
+				s.m, s.err, s.busy = m, err, false
+			}
+		}
+	})
 }
 
 const (
@@ -79,7 +95,7 @@ func (s *matrixScreen) view(a *App, width, height int) string {
 		return a.st.Error.Render(s.err.Error())
 	}
 	if s.m == nil {
-		return ""
+		return a.spin.View() + " analysing the nodes…"
 	}
 	if len(s.m.Rows) == 0 {
 		return a.st.Dim.Render("no node's kernel state was read")

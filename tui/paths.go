@@ -26,6 +26,10 @@ type pathsScreen struct {
 	open  map[string]bool
 	items []pathItem
 	list  list
+	// gen counts the reloads: only the last one's answer shows; busy,
+	// while it is computed.
+	gen  int
+	busy bool
 	// named: the breadcrumb names the Service (it was opened from a
 	// finding, not from the Service's own screen).
 	named bool
@@ -62,8 +66,26 @@ func (s *pathsScreen) keys(k keyMap) []key.Binding {
 	return []key.Binding{k.Unfold, k.Connections, k.Copy}
 }
 
-func (s *pathsScreen) reload(a *App) {
-	s.r, s.err = a.sv.Explain(s.ref, s.node)
+// reload explains the Service on the node off the UI's goroutine: the
+// first question about a node analyses it.
+func (s *pathsScreen) reload(a *App) tea.Cmd {
+	s.gen++
+	gen, sv := s.gen, a.sv
+	s.busy = true
+	return background(func() func(*App) {
+		r, err := sv.Explain(s.ref, s.node)
+		return func(a *App) {
+			if gen == s.gen {
+				s.r, s.err, s.busy = r, err, false
+				s.show(a)
+			}
+		}
+	})
+}
+
+// show lays out the report, unfolding and selecting what a finding
+// pointed at the first time.
+func (s *pathsScreen) show(a *App) {
 	if s.width == 0 {
 		s.width = max(a.width, 20)
 	}
@@ -277,6 +299,9 @@ func (s *pathsScreen) selection() string {
 func (s *pathsScreen) view(a *App, width, height int) string {
 	if s.err != nil {
 		return a.st.Error.Render(s.err.Error())
+	}
+	if s.r == nil {
+		return a.spin.View() + " analysing " + s.node + "…"
 	}
 	if width != s.width {
 		s.width = width

@@ -28,7 +28,7 @@ type servicesScreen struct {
 }
 
 func newServicesScreen(namespace string) *servicesScreen {
-	f := textinput.New()
+	f := steadyInput()
 	f.Prompt = "/"
 	f.Placeholder = "filter"
 	return &servicesScreen{namespace: namespace, filter: f}
@@ -50,9 +50,10 @@ func (s *servicesScreen) keys(k keyMap) []key.Binding {
 	return []key.Binding{k.Open, k.Filter, k.Sort, k.AllNamespaces, k.Findings, k.Trace}
 }
 
-func (s *servicesScreen) reload(a *App) {
+func (s *servicesScreen) reload(a *App) tea.Cmd {
 	s.all = a.sv.Services(s.namespace)
 	s.apply()
+	return nil
 }
 
 // apply filters and sorts the rows: the filter matches namespace/name,
@@ -140,7 +141,7 @@ func (s *servicesScreen) update(a *App, msg tea.Msg) tea.Cmd {
 		} else if r, ok := s.selected(); ok {
 			s.namespace = r.Namespace
 		}
-		s.reload(a)
+		return s.reload(a)
 	case key.Matches(k, a.keys.Open):
 		if r, ok := s.selected(); ok {
 			return a.push(newMatrixScreen(r.Ref()))

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"charm.land/bubbles/v2/textinput"
 	"charm.land/lipgloss/v2"
 )
 
@@ -42,4 +43,15 @@ func NewStyles(mono bool) Styles {
 		Stale:     base.Bold(true).Foreground(c("9")),
 		OK:        base.Foreground(c("10")),
 	}
+}
+
+// steadyInput is a text input whose cursor does not blink: a blinking
+// cursor redraws the screen twice a second for nothing, and captures of
+// the screen would differ from one moment to the next.
+func steadyInput() textinput.Model {
+	f := textinput.New()
+	st := f.Styles()
+	st.Cursor.Blink = false
+	f.SetStyles(st)
+	return f
 }

@@ -26,6 +26,10 @@ type traceScreen struct {
 	copies  []string
 	// width is the width the hops were wrapped to.
 	width int
+	// gen counts the traces asked for: only the last one's answer shows;
+	// busy, while it is computed.
+	gen  int
+	busy bool
 }
 
 var traceLabels = []string{"node", "source", "destination", "from"}
@@ -34,7 +38,7 @@ func newTraceScreen(a *App) *traceScreen {
 	s := &traceScreen{editing: true}
 	placeholders := []string{"node1", "10.244.1.5", "10.96.0.10:53/udp", "pod, node or external"}
 	for i, p := range placeholders {
-		f := textinput.New()
+		f := steadyInput()
 		f.Prompt = fmt.Sprintf("%-12s ", traceLabels[i]+":")
 		f.Placeholder = p
 		s.fields = append(s.fields, f)
@@ -60,20 +64,33 @@ func (s *traceScreen) keys(k keyMap) []key.Binding {
 	return []key.Binding{k.Edit, k.Copy}
 }
 
-func (s *traceScreen) reload(a *App) {
+func (s *traceScreen) reload(a *App) tea.Cmd {
 	if s.r != nil {
-		s.run(a)
+		return s.run(a)
 	}
+	return nil
 }
 
-func (s *traceScreen) run(a *App) {
-	s.width = max(a.width, 20)
+// run traces the packet of the form, off the UI's goroutine.
+func (s *traceScreen) run(a *App) tea.Cmd {
 	v := func(i int) string { return strings.TrimSpace(s.fields[i].Value()) }
-	s.r, s.err = a.sv.Trace(v(0), trace.PacketSpec{Src: v(1), Dst: v(2), From: v(3)})
-	s.build(a)
+	spec, node, sv := trace.PacketSpec{Src: v(1), Dst: v(2), From: v(3)}, v(0), a.sv
+	s.gen++
+	gen := s.gen
+	s.busy = true
+	return background(func() func(*App) {
+		r, err := sv.Trace(node, spec)
+		return func(a *App) {
+			if gen == s.gen {
+				s.r, s.err, s.busy = r, err, false
+				s.build(a)
+			}
+		}
+	})
 }
 
 func (s *traceScreen) build(a *App) {
+	s.width = max(a.width, 20)
 	var rows []string
 	var sel []bool
 	s.copies = s.copies[:0]
@@ -145,8 +162,7 @@ func (s *traceScreen) update(a *App, msg tea.Msg) tea.Cmd {
 		case key.Matches(k, a.keys.RunTrace):
 			s.editing = false
 			s.fields[s.focus].Blur()
-			s.run(a)
-			return nil
+			return s.run(a)
 		case key.Matches(k, a.keys.StopEditing):
 			s.editing = false
 			s.fields[s.focus].Blur()
@@ -175,6 +191,8 @@ func (s *traceScreen) view(a *App, width, height int) string {
 	switch {
 	case s.err != nil:
 		return top + a.st.Error.Render(s.err.Error())
+	case s.r == nil && s.busy:
+		return top + a.spin.View() + " tracing…"
 	case s.r == nil:
 		return top + a.st.Dim.Render("enter a packet and press enter")
 	}

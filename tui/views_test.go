@@ -220,3 +220,20 @@ func TestMouseAndResize(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalysisOffTheUI: opening a Service on the nodes leaves their
+// analysis to a command, so the screen says it is under way and keys
+// still answer; its answer, come late for a screen left, changes nothing.
+func TestAnalysisOffTheUI(t *testing.T) {
+	a := newTestApp(t, loadExample(t, nftSnapshot), nftSnapshot)
+	press(a, "/", "default/web ", "enter")
+	_, cmd := a.Update(keyMsgs("enter")[0])
+	if cmd == nil || !strings.Contains(screenText(a), "analysing the nodes") {
+		t.Fatalf("opening a Service analyses in place:\n%s", screenText(a))
+	}
+	press(a, "esc")
+	settle(a, cmd)
+	if got := screenText(a); !strings.Contains(got, "SERVICE") || strings.Contains(got, "NODE") {
+		t.Errorf("a late answer changed the screen:\n%s", got)
+	}
+}
