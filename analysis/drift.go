@@ -59,6 +59,10 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 		if err != nil {
 			return nil, err
 		}
+		if a.Unchecked != "" {
+			// "No drift" would be a guess.
+			return nil, fmt.Errorf("node %s: %s", n, a.Unchecked)
+		}
 		if scope.Service != nil && a.Expected == nil {
 			if err := scope.Service.checkNamedInRules(a.Observed); err != nil {
 				return nil, fmt.Errorf("node %s: %w", n, err)

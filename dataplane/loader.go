@@ -98,3 +98,11 @@ type KernelReader interface {
 	// the iptables backend the tool dumps ("legacy", "nf_tables"), or "".
 	ReadKernel(collector, backend string) (snapshot.Dump, error)
 }
+
+// Unchecked is a plane whose behaviour cannot yet be held against what
+// kube-proxy should have programmed (its walk leaves out part of the
+// mode's data path): Unchecked says why. Its paths are explained and
+// traced; drift refuses to answer for it rather than answer wrong.
+type Unchecked interface {
+	Unchecked() string
+}

@@ -24,6 +24,8 @@ type ImportOptions struct {
 	// Conntrack are conntrack -L -o extended or /proc/net/nf_conntrack
 	// outputs.
 	Conntrack []string
+	// IPVS are IPVS tables: ipvsadm -Ln or ipvsadm-save -n outputs.
+	IPVS []string
 	// Table is the table of headerless dumps, when the user says it.
 	Table string
 	// KubeProxy holds settings given as flags.
@@ -82,8 +84,11 @@ func Import(o ImportOptions) (*snapshot.Snapshot, error) {
 	if err := add(o.Conntrack, snapshot.CollectorConntrack, ""); err != nil {
 		return nil, err
 	}
+	if err := add(o.IPVS, snapshot.CollectorIPVS, ""); err != nil {
+		return nil, err
+	}
 	if len(ns.Dumps) == 0 {
-		return nil, fmt.Errorf("importing node %s: no dump given (--iptables-save FILE, --nft-json FILE)", o.Node)
+		return nil, fmt.Errorf("importing node %s: no dump given (--iptables-save FILE, --nft-json FILE, --ipvsadm FILE)", o.Node)
 	}
 	if o.Cluster == nil {
 		s.Metadata.Notes = append(s.Metadata.Notes, "no API objects: a bare dump; Services are named from rule comments and chain hashes")

@@ -10,16 +10,19 @@ package plugins
 import (
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/plugins/ipvs"
 	"github.com/svctrace/svctrace/plugins/nftables"
 )
 
 // Loaders are the data planes svctrace reads, in the order they are
 // preferred when kube-proxy's mode is not known and several hold its
 // objects (nftables first: kube-proxy in nftables mode is the newer and
-// leaves iptables alone). A new plane adds one line here.
+// leaves iptables alone; ipvs before iptables, since ipvs mode writes
+// iptables rules too). A new plane adds one line here.
 func Loaders() []dataplane.Loader {
 	return []dataplane.Loader{
 		nftables.Loader{},
+		ipvs.Loader{},
 		iptables.Loader{},
 	}
 }

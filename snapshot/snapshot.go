@@ -85,6 +85,8 @@ const (
 	// CollectorConntrack is conntrack entries in the text form of
 	// conntrack -L -o extended (or /proc/net/nf_conntrack).
 	CollectorConntrack = "conntrack"
+	// CollectorIPVS is the IPVS table: ipvsadm -Ln or ipvsadm-save -n.
+	CollectorIPVS = "ipvsadm"
 )
 
 // Dump is one collector output, verbatim.

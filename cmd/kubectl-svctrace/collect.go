@@ -19,6 +19,7 @@ type collectOptions struct {
 	iptablesSave  []string
 	ip6tablesSave []string
 	nftJSON       []string
+	ipvs          []string
 	conntrack     []string
 	table         string
 	mode          string
@@ -69,6 +70,7 @@ comments and chain hashes.`,
 	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
 	cmd.Flags().StringSliceVar(&o.conntrack, "conntrack", nil, "Import: the node's conntrack table (conntrack -L -o extended, or /proc/net/nf_conntrack)")
 	cmd.Flags().StringSliceVar(&o.nftJSON, "nft-json", nil, "Import: nft -j list ruleset output of the node (the JSON form: the text form of nft list ruleset loses types)")
+	cmd.Flags().StringSliceVar(&o.ipvs, "ipvsadm", nil, "Import: the node's IPVS table (ipvsadm -Ln or ipvsadm-save -n, numeric)")
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
 	cmd.Flags().StringVar(&o.mode, "proxy-mode", "", "Import: kube-proxy's mode, if known")
 	cmd.Flags().StringSliceVar(&o.addresses, "node-ip", nil, "Import: the node's addresses, when --objects has no Node object for it")
@@ -77,7 +79,7 @@ comments and chain hashes.`,
 }
 
 func (o *collectOptions) importing() bool {
-	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0 || len(o.nftJSON) > 0
+	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0 || len(o.nftJSON) > 0 || len(o.ipvs) > 0
 }
 
 func (o *collectOptions) validate() error {
@@ -122,7 +124,7 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 		}
 		var err error
 		s, err = inspect.Import(inspect.ImportOptions{
-			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON, Conntrack: o.conntrack,
+			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON, IPVS: o.ipvs, Conntrack: o.conntrack,
 			Table: o.table, KubeProxy: pc, Addresses: o.addresses, Now: time.Now(), Generator: "svctrace " + version,
 		})
 		if err != nil {

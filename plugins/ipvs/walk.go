@@ -1,0 +1,116 @@
+package ipvs
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// Walker looks a packet up in the IPVS table, as the kernel does for a
+// new connection to a local virtual address.
+type Walker struct {
+	p   *Plane
+	env *dataplane.Env
+}
+
+// Walker returns the plane's walker.
+func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker { return &Walker{p: p, env: env} }
+
+// Walk is WalkWith without options.
+func (w *Walker) Walk(pkt dataplane.Packet) []dataplane.Branch {
+	return w.WalkWith(pkt, dataplane.WalkOptions{})
+}
+
+// schedulers whose choice follows the weights over many connections;
+// the others choose by the servers' current load, or by a hash of the
+// client.
+var (
+	byWeight = map[string]bool{"wrr": true}
+	byHash   = map[string]bool{"sh": true, "dh": true, "mh": true}
+	byLoad   = map[string]bool{"lc": true, "wlc": true, "sed": true, "nq": true, "lblc": true, "lblcr": true, "ovf": true, "twos": true}
+)
+
+// WalkWith gives a branch per real server a new connection can reach,
+// with its share; a virtual server with no real server able to take it
+// rejects (IPVS answers port unreachable); a packet to no virtual server
+// passes untouched.
+func (w *Walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []dataplane.Branch {
+	v := w.p.table.Find(strings.ToUpper(pkt.Protocol), netip.AddrPortFrom(pkt.Dst, pkt.DstPort))
+	if v == nil {
+		return []dataplane.Branch{{Probability: 1, Verdict: dataplane.Accept}}
+	}
+	vhop := dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: v.Line, Rule: v.String()}
+	var live []Real
+	total := 0
+	for _, r := range v.Reals {
+		// Every scheduler passes over a server of weight 0: kube-proxy
+		// sets it on an endpoint that is going away.
+		if r.Weight > 0 {
+			live = append(live, r)
+			total += r.Weight
+		}
+	}
+	if len(live) == 0 {
+		reason := "the virtual server has no real server"
+		if len(v.Reals) > 0 {
+			reason = "every real server of the virtual server has weight 0"
+		}
+		return []dataplane.Branch{{Probability: 1, Verdict: dataplane.Reject, Reason: reason + ": IPVS answers ICMP port unreachable", Hops: hops(o, vhop)}}
+	}
+	if v.Scheduler == "fo" {
+		// Weighted failover: the available server of the highest weight.
+		best := live[0]
+		for _, r := range live[1:] {
+			if r.Weight > best.Weight {
+				best = r
+			}
+		}
+		live, total = []Real{best}, best.Weight
+	}
+	var out []dataplane.Branch
+	for _, r := range live {
+		if !o.Keeps(r.Addr) {
+			continue
+		}
+		share := 1 / float64(len(live))
+		if byWeight[v.Scheduler] || byHash[v.Scheduler] || byLoad[v.Scheduler] {
+			share = float64(r.Weight) / float64(total)
+		}
+		b := dataplane.Branch{Probability: share, Verdict: dataplane.Accept, DNAT: r.Addr.String(),
+			Hops: hops(o, vhop, dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: r.Line, Rule: r.String(), Probability: share})}
+		if v.Persistent > 0 {
+			b.AffinitySeconds, b.AffinityKey = v.Persistent, "ipvs "+v.Key()
+		}
+		if note := schedulerNote(v); note != "" {
+			b.Notes = append(b.Notes, note)
+		}
+		if r.Forward != "Masq" {
+			b.Notes = append(b.Notes, fmt.Sprintf("%s forwarding: the packet reaches %s with its destination unchanged (kube-proxy uses Masq)", r.Forward, r.Addr))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// schedulerNote says how far the shares hold for the virtual server's
+// scheduler.
+func schedulerNote(v *Virtual) string {
+	switch {
+	case byHash[v.Scheduler]:
+		return fmt.Sprintf("scheduler %s: a client always reaches the same real server, chosen by a hash; the shares are over many clients", v.Scheduler)
+	case byLoad[v.Scheduler]:
+		return fmt.Sprintf("scheduler %s: the real server depends on the connections each has now; the shares are the weights'", v.Scheduler)
+	case v.Scheduler != "rr" && !byWeight[v.Scheduler] && v.Scheduler != "fo":
+		return fmt.Sprintf("scheduler %s is not known to this svctrace: the shares are equal", v.Scheduler)
+	}
+	return ""
+}
+
+func hops(o dataplane.WalkOptions, hs ...dataplane.Hop) []dataplane.Hop {
+	if o.NoHops {
+		return nil
+	}
+	return hs
+}
