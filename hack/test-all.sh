@@ -12,8 +12,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need=()
-for tool in iptables nft conntrack ipset ip containerd runc nsenter tmux /usr/lib/cni/ptp; do
-	command -v "$tool" >/dev/null 2>&1 || [ -x "$tool" ] || need+=("$tool")
+for tool in iptables nft conntrack ipset ipvsadm ip containerd runc nsenter tmux qemu-system-x86_64 depmod /etc/protocols /usr/lib/cni/ptp; do
+	command -v "$tool" >/dev/null 2>&1 || [ -e "$tool" ] || need+=("$tool")
 done
 # Images take the kernel tools from Debian packages (apt-get download): apt needs its lists.
 if ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
@@ -21,12 +21,13 @@ if ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
 fi
 if [ ${#need[@]} -gt 0 ]; then
 	# The lab's nodes that run Pods need containerd, runc and the CNI plugins; the
-	# terminal UI's end-to-end test drives the binary in tmux.
+	# terminal UI's end-to-end test drives the binary in tmux; the IPVS node is a qemu VM
+	# whose modules kmod indexes (its kernel and busybox are downloaded, not installed).
 	echo "== installing kernel and node tools (missing: ${need[*]})"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq iptables nftables conntrack ipset ipvsadm iproute2 util-linux \
-		containerd runc containernetworking-plugins tmux >/dev/null
+		containerd runc containernetworking-plugins tmux qemu-system-x86 kmod netbase >/dev/null
 fi
 
 echo "== gofmt"

@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/svctrace/test/lab"
+)
+
+// ipvsServices are Services whose endpoints are given by hand: kube-proxy
+// programs IPVS from the objects alone, no Pod is needed for that.
+const ipvsServices = `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  clusterIP: 10.96.50.10
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, namespace: default, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.10], conditions: {ready: true}}
+- {addresses: [10.244.1.11], conditions: {ready: true}}
+- {addresses: [10.244.2.12], conditions: {ready: true}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: sticky, namespace: default}
+spec:
+  clusterIP: 10.96.50.11
+  sessionAffinity: ClientIP
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: sticky-1, namespace: default, labels: {kubernetes.io/service-name: sticky}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.20], conditions: {ready: true}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: np, namespace: default}
+spec:
+  type: NodePort
+  clusterIP: 10.96.50.12
+  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: np-1, namespace: default, labels: {kubernetes.io/service-name: np}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.30], conditions: {ready: true}}
+- {addresses: [10.244.2.31], conditions: {ready: true}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: empty, namespace: default}
+spec:
+  clusterIP: 10.96.50.13
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`
+
+// TestIPVSVM runs kube-proxy in ipvs mode on a VM node (the host's kernel
+// has no IPVS) against the lab's API server, and reads what it programs:
+// a virtual server per Service address with its endpoints as real
+// servers, persistence for ClientIP affinity, none for a Service without
+// endpoints; svctrace imports the table with the objects and explains
+// each Service from it, and sees a real server deleted by hand.
+func TestIPVSVM(t *testing.T) {
+	l := lab.Start(t, lab.Options{Nodes: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	l.Apply(t, ipvsServices)
+	vm, err := l.StartVM(t, "vm1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.StartKubeProxy(ctx, "ipvs"); err != nil {
+		t.Fatal(err)
+	}
+	table, err := vm.Run(ctx, "ipvsadm -Sn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"-A -t 10.96.50.10:80 -s rr",
+		"-a -t 10.96.50.10:80 -r 10.244.1.10:8080 -m -w 1",
+		"-a -t 10.96.50.10:80 -r 10.244.2.12:8080 -m -w 1",
+		"-A -t 10.96.50.11:80 -s rr -p 10800",
+		"-A -t 10.0.2.15:30080 -s rr",
+		"-a -t 10.0.2.15:30080 -r 10.244.2.31:8080 -m -w 1",
+		"-A -t 10.96.50.13:80 -s rr",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("kube-proxy's IPVS table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "-a -t 10.96.50.13:80") {
+		t.Errorf("a Service without endpoints has real servers:\n%s", table)
+	}
+
+	bin := buildSvctrace(t)
+	dir := t.TempDir()
+	objects := filepath.Join(dir, "objects.yaml")
+	out, err := l.Kubectl(ctx, "get", "nodes,services,endpointslices", "-A", "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(objects, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	explain := func(table, svc string) string {
+		t.Helper()
+		f := filepath.Join(dir, "ipvs.txt")
+		if err := os.WriteFile(f, []byte(table+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		snap := filepath.Join(dir, "vm1.yaml")
+		if out, err := exec.CommandContext(ctx, bin, "collect", "--node", "vm1", "--objects", objects, "--ipvsadm", f, "--proxy-mode", "ipvs", "-f", snap).CombinedOutput(); err != nil {
+			t.Fatalf("collect: %v\n%s", err, out)
+		}
+		out, err := exec.CommandContext(ctx, bin, "explain", svc, "--snapshot", snap).CombinedOutput()
+		if err != nil {
+			t.Fatalf("explain %s: %v\n%s", svc, err, out)
+		}
+		return string(out)
+	}
+	got := explain(table, "default/web")
+	for _, want := range []string{"Service default/web on node vm1 (ipvs mode)", "ClusterIP 10.96.50.10:80/TCP  default/web:http",
+		"1/3   10.244.1.10:8080", "1/3   10.244.1.11:8080", "1/3   10.244.2.12:8080", "drift in ipvs mode is not checked yet"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("explain default/web lacks %q:\n%s", want, got)
+		}
+	}
+	if got := explain(table, "default/sticky"); !strings.Contains(got, "session affinity ClientIP, 10800s") {
+		t.Errorf("explain default/sticky:\n%s", got)
+	}
+	if got := explain(table, "default/empty"); !strings.Contains(got, "REJECT: the virtual server has no real server") {
+		t.Errorf("explain default/empty:\n%s", got)
+	}
+
+	// With kube-proxy stopped, a real server deleted by hand stays gone,
+	// and svctrace sees two backends left.
+	if err := vm.StopKubeProxy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vm.Run(ctx, "ipvsadm -d -t 10.96.50.10:80 -r 10.244.1.11:8080"); err != nil {
+		t.Fatal(err)
+	}
+	if table, err = vm.Run(ctx, "ipvsadm -Ln"); err != nil {
+		t.Fatal(err)
+	}
+	got = explain(table, "default/web")
+	if !strings.Contains(got, "1/2   10.244.1.10:8080") || !strings.Contains(got, "1/2   10.244.2.12:8080") || strings.Contains(got, "10.244.1.11:8080") {
+		t.Errorf("after the real server was deleted:\n%s", got)
+	}
+}
