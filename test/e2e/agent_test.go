@@ -332,12 +332,18 @@ func (a *agentProc) waitMetrics(t *testing.T, timeout time.Duration, what string
 }
 
 // watchNoDrift scrapes every 200 ms until the returned function is called,
-// failing the test if any scrape shows drift; the function returns how
-// many scrapes were made and how many showed pending findings.
+// which fails the test if any scrape showed drift (the scrapes that did,
+// with the time they were made) and returns how many scrapes were made
+// and how many showed pending findings. The scraping goroutine reports
+// nothing itself: a scrape in flight when the test ends must not fail it
+// after it has finished.
 func (a *agentProc) watchNoDrift(t *testing.T) func() (int, int) {
 	t.Helper()
 	done := make(chan struct{})
-	type result struct{ samples, pending int }
+	type result struct {
+		samples, pending int
+		drift            []string
+	}
 	res := make(chan result, 1)
 	go func() {
 		var r result
@@ -357,13 +363,17 @@ func (a *agentProc) watchNoDrift(t *testing.T) func() (int, int) {
 				r.pending++
 			}
 			if n := sumOf(body, "svctrace_drift_findings"); n > 0 {
-				t.Errorf("drift during changes kube-proxy applies:\n%s", grepSvctrace(body))
+				r.drift = append(r.drift, time.Now().Format(time.RFC3339Nano)+"\n"+grepSvctrace(body))
 			}
 		}
 	}()
 	return func() (int, int) {
+		t.Helper()
 		close(done)
 		r := <-res
+		for _, d := range r.drift {
+			t.Errorf("drift during changes kube-proxy applies, at %s", d)
+		}
 		return r.samples, r.pending
 	}
 }
