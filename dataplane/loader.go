@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/svctrace/svctrace/snapshot"
@@ -98,6 +99,11 @@ type KernelReader interface {
 	// the iptables backend the tool dumps ("legacy", "nf_tables"), or "".
 	ReadKernel(collector, backend string) (snapshot.Dump, error)
 }
+
+// ErrNotInKernel is what a KernelReader's read wraps when the kernel has
+// none of the state it reads (IPVS not loaded): there is no dump to take,
+// which is no error, and no tool need be tried instead.
+var ErrNotInKernel = errors.New("not in this kernel")
 
 // Unchecked is a plane whose behaviour cannot yet be held against what
 // kube-proxy should have programmed (its walk leaves out part of the

@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -63,7 +64,8 @@ type dumpCommand struct {
 
 // dumpCommands are the tools that dump a node's rules: iptables per family
 // and backend (the -nft and -legacy variants name theirs, where the plain
-// iptables-save is whatever the alternatives system points at), and nft.
+// iptables-save is whatever the alternatives system points at), nft, and
+// ipvsadm.
 func dumpCommands() []dumpCommand {
 	return []dumpCommand{
 		{snapshot.CollectorIPTablesSave, "IPv4", "nf_tables", "the IPv4 nf_tables backend", []string{"iptables-nft-save"}},
@@ -71,6 +73,7 @@ func dumpCommands() []dumpCommand {
 		{snapshot.CollectorIP6TablesSave, "IPv6", "nf_tables", "the IPv6 nf_tables backend", []string{"ip6tables-nft-save"}},
 		{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "the IPv6 legacy backend", []string{"ip6tables-legacy-save"}},
 		{snapshot.CollectorNFTJSON, "", "", "the nftables ruleset", []string{"nft", "-j", "list", "ruleset"}},
+		{snapshot.CollectorIPVS, "", "", "the IPVS table", []string{"ipvsadm", "-Ln"}},
 	}
 }
 
@@ -166,6 +169,9 @@ func readKernel(ctx context.Context, c dumpCommand) dumpResult {
 			d, err := r.ReadKernel(c.collector, c.backend)
 			if err == nil {
 				return dumpResult{installed: true, dump: &d}
+			}
+			if errors.Is(err, dataplane.ErrNotInKernel) {
+				return dumpResult{} // nothing to read, and no tool would find more
 			}
 			if d.Collector != "" {
 				readErr = err // it stands for the tool, and failed

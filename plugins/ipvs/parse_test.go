@@ -144,3 +144,29 @@ func TestParseErrors(t *testing.T) {
 		t.Errorf("notes %q", tb.Notes)
 	}
 }
+
+// TestListingReads: the table printed as ipvsadm -Ln reads back the same,
+// sorted as ipvsadm sorts.
+func TestListingReads(t *testing.T) {
+	tb, err := Parse(listing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(tb.Listing())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, tb.Listing())
+	}
+	var keys []string
+	for _, v := range back.Virtuals {
+		keys = append(keys, v.Key())
+	}
+	if want := "TCP 10.96.0.10:80,TCP [fd00:10:96::a]:443,UDP 10.96.0.10:53,FWM 7"; strings.Join(keys, ",") != want {
+		t.Errorf("order %q, want %q", strings.Join(keys, ","), want)
+	}
+	for _, v := range back.Virtuals {
+		orig := tb.findKey(v)
+		if orig == nil || orig.String() != v.String() || len(orig.Reals) != len(v.Reals) {
+			t.Errorf("%s read back as %s", orig, v)
+		}
+	}
+}

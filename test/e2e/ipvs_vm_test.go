@@ -83,7 +83,20 @@ func TestIPVSVM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	l.Apply(t, ipvsServices)
-	vm, err := l.StartVM(t, "vm1")
+	// svctrace goes in the VM too, built without cgo (the VM has no libc
+	// of its own but the tools').
+	bin := buildSvctrace(t)
+	static := filepath.Join(t.TempDir(), "svctrace-static")
+	build := exec.CommandContext(ctx, "go", "build", "-o", static, "github.com/svctrace/svctrace/cmd/kubectl-svctrace")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	svctraceBin, err := os.ReadFile(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := l.StartVM(t, "vm1", lab.VMOptions{Files: map[string][]byte{"usr/local/bin/kubectl-svctrace": svctraceBin}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +124,6 @@ func TestIPVSVM(t *testing.T) {
 		t.Errorf("a Service without endpoints has real servers:\n%s", table)
 	}
 
-	bin := buildSvctrace(t)
 	dir := t.TempDir()
 	objects := filepath.Join(dir, "objects.yaml")
 	out, err := l.Kubectl(ctx, "get", "nodes,services,endpointslices", "-A", "-o", "yaml")
@@ -151,6 +163,29 @@ func TestIPVSVM(t *testing.T) {
 		t.Errorf("explain default/empty:\n%s", got)
 	}
 
+	// svctrace on the node reads the table over netlink, as ipvsadm
+	// lists it, and explains from what it collected.
+	listed, err := vm.Run(ctx, "ipvsadm -Ln")
+	if err != nil {
+		t.Fatal(err)
+	}
+	collected, err := vm.Run(ctx, "kubectl-svctrace collect --local --node vm1 --kubeconfig "+lab.VMAdminKubeconfig+" -f /tmp/vm1.yaml >/dev/null 2>&1; kubectl-svctrace explain default/np --snapshot /tmp/vm1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Service default/np on node vm1 (ipvs mode)", "NodePort 30080/TCP  default/np:http", "ipvs TCP 10.0.2.15:30080 rr", "1/2   10.244.1.30:8080", "1/2   10.244.2.31:8080"} {
+		if !strings.Contains(collected, want) {
+			t.Errorf("explain in the VM lacks %q:\n%s", want, collected)
+		}
+	}
+	dumped, err := vm.Run(ctx, `awk '/collector: ipvsadm/{f=1} f&&/^ *text: \|/{p=1;next} p&&/^  - collector:|^  [a-z]/{exit} p' /tmp/vm1.yaml | sed 's/^      //'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if norm(dumped) != norm(listed) {
+		t.Errorf("the table read over netlink is not what ipvsadm lists:\n--- netlink\n%s\n--- ipvsadm -Ln\n%s", dumped, listed)
+	}
+
 	// With kube-proxy stopped, a real server deleted by hand stays gone,
 	// and svctrace sees two backends left.
 	if err := vm.StopKubeProxy(ctx); err != nil {
@@ -166,4 +201,14 @@ func TestIPVSVM(t *testing.T) {
 	if !strings.Contains(got, "1/2   10.244.1.10:8080") || !strings.Contains(got, "1/2   10.244.2.12:8080") || strings.Contains(got, "10.244.1.11:8080") {
 		t.Errorf("after the real server was deleted:\n%s", got)
 	}
+}
+
+// norm is a listing with its columns' spacing and trailing blanks evened
+// out, and its virtual servers in ipvsadm's order kept.
+func norm(s string) string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		out = append(out, strings.Join(strings.Fields(l), " "))
+	}
+	return strings.Join(out, "\n")
 }

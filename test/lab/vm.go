@@ -42,7 +42,7 @@ const (
 // network up, and serves commands on its virtio control port.
 const vmInit = `#!/bin/busybox sh
 /bin/busybox --install -s
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
@@ -70,10 +70,21 @@ while IFS= read -r line <&3; do
 done
 `
 
+// VMOptions are what a VM holds beyond kube-proxy.
+type VMOptions struct {
+	// Files are put in the VM's root: path (relative) to content, made
+	// executable.
+	Files map[string][]byte
+}
+
+// VMAdminKubeconfig is where a VM holds an admin kubeconfig of the lab's
+// API server (for svctrace run in it).
+const VMAdminKubeconfig = "/etc/svctrace/admin.kubeconfig"
+
 // StartVM boots a VM node named name, registers its Node object and
 // waits until it answers commands. kube-proxy is in it, not started:
 // StartKubeProxy on the VM starts it.
-func (l *Lab) StartVM(t TB, name string) (*VM, error) {
+func (l *Lab) StartVM(t TB, name string, o VMOptions) (*VM, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	k, err := debianKernel(ctx)
@@ -93,19 +104,26 @@ func (l *Lab) StartVM(t TB, name string) (*VM, error) {
 	t.Cleanup(func() { ln.Close() })
 	go l.ServeAPIProxy(ln)
 	port := ln.Addr().(*net.TCPAddr).Port
-	kubeconfig := kubeconfigWith(fmt.Sprintf("https://%s:%d", vmHost, port), l.pki.caPEM, "kube-proxy", "    token: "+l.pki.proxyToken+"\n")
 	// The server's certificate names localhost and kubernetes, not the
 	// address the VM dials.
-	kubeconfig = []byte(strings.Replace(string(kubeconfig), "    server: ", "    tls-server-name: kubernetes\n    server: ", 1))
+	vmKubeconfig := func(user, token string) []byte {
+		kc := kubeconfigWith(fmt.Sprintf("https://%s:%d", vmHost, port), l.pki.caPEM, user, "    token: "+token+"\n")
+		return []byte(strings.Replace(string(kc), "    server: ", "    tls-server-name: kubernetes\n    server: ", 1))
+	}
 	proxyBin, err := os.ReadFile(filepath.Join(kp, "kube-proxy"))
 	if err != nil {
 		return nil, err
 	}
-	files, err := vmInitramfs(ctx, k, strings.ReplaceAll(vmInit, "@NAME@", name), map[string]cpioFile{
-		"ctl.sh":                        {data: []byte(vmCtl), mode: 0o755},
-		"usr/local/bin/kube-proxy":      {data: proxyBin, mode: 0o755},
-		"var/lib/kube-proxy/kubeconfig": {data: kubeconfig, mode: 0o600},
-	})
+	extra := map[string]cpioFile{
+		"ctl.sh":                                   {data: []byte(vmCtl), mode: 0o755},
+		"usr/local/bin/kube-proxy":                 {data: proxyBin, mode: 0o755},
+		"var/lib/kube-proxy/kubeconfig":            {data: vmKubeconfig("kube-proxy", l.pki.proxyToken), mode: 0o600},
+		strings.TrimPrefix(VMAdminKubeconfig, "/"): {data: vmKubeconfig("admin", l.pki.adminToken), mode: 0o600},
+	}
+	for p, data := range o.Files {
+		extra[strings.TrimPrefix(p, "/")] = cpioFile{data: data, mode: 0o755}
+	}
+	files, err := vmInitramfs(ctx, k, strings.ReplaceAll(vmInit, "@NAME@", name), extra)
 	if err != nil {
 		return nil, err
 	}

@@ -123,7 +123,8 @@ func vmInitramfs(ctx context.Context, k vmKernel, initScript string, extra map[s
 	if err := addHostFile(files, "/etc/protocols", "etc/protocols"); err != nil {
 		return nil, err
 	}
-	for _, n := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"} {
+	for _, n := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore",
+		"iptables-legacy-save", "ip6tables-legacy-save"} {
 		files["usr/sbin/"+n] = cpioFile{link: "xtables-legacy-multi", mode: 0o777}
 	}
 	for _, d := range []string{"proc", "sys", "dev", "tmp", "run", "var/run", "etc", "root"} {
