@@ -173,9 +173,12 @@ func (v *Survey) Nodes() []Node {
 			seen[n.Name] = true
 		}
 	}
+	// A node read but not checked for drift (its mode cannot be checked
+	// yet, say) still explains and traces; the drift report's error is
+	// the findings' to show.
 	for _, n := range v.snap.Nodes {
 		if !seen[n.Name] {
-			out = append(out, Node{Name: n.Name, Err: v.driftErr})
+			out = append(out, Node{Name: n.Name, Mode: n.KubeProxy.Mode})
 			seen[n.Name] = true
 		}
 	}

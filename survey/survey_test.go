@@ -1,8 +1,10 @@
 package survey_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,5 +183,33 @@ func TestPending(t *testing.T) {
 		if cell := m.Rows[0].Cells[0][0]; cell.Pending != c.pending || cell.Drift == c.pending {
 			t.Errorf("changed %s: node1's first cell %+v", c.name, cell)
 		}
+	}
+}
+
+// TestUncheckedMode: on a node whose mode drift cannot check yet (ipvs),
+// the drift report is an error, but the node is listed and its Services
+// are explained on it.
+func TestUncheckedMode(t *testing.T) {
+	s, err := snapshot.Load(filepath.Join("..", "examples", "lab-nftables-v1.36.3.snapshot.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := os.ReadFile(filepath.Join("..", "testdata", "seeds", "ipvsadm-ln.minikube.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Nodes = []snapshot.NodeState{{Name: "node1", KubeProxy: snapshot.ProxyConfig{Mode: "ipvs"},
+		Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPVS, Text: string(table)}}}}
+	v := survey.New(s, "ipvs", survey.Options{})
+	if _, err := v.Drift(); err == nil || !strings.Contains(err.Error(), "drift in ipvs mode is not checked yet") {
+		t.Errorf("drift: %v", err)
+	}
+	nodes := v.Nodes()
+	if len(nodes) != 1 || nodes[0].Err != nil || nodes[0].Mode != "ipvs" {
+		t.Fatalf("nodes %+v", nodes)
+	}
+	m, err := v.Matrix(analysis.ServiceRef{Namespace: "default", Name: "kubernetes"})
+	if err != nil || len(m.Rows) != 1 || m.Rows[0].Err != nil {
+		t.Fatalf("matrix %+v, %v", m, err)
 	}
 }
