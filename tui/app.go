@@ -144,6 +144,9 @@ func (a *App) top() screen { return a.stack[len(a.stack)-1] }
 func (a *App) push(s screen) tea.Cmd {
 	a.stack = append(a.stack, s)
 	a.message = ""
+	if a.sv == nil {
+		return nil // the first read is under way: it reloads every screen
+	}
 	return s.reload(a)
 }
 

@@ -47,6 +47,9 @@ func TestFlowSlowRead(t *testing.T) {
 	a := New(Options{Load: load, Mono: true})
 	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(80, 24))
 	waitScreen(t, tm, "reading")
+	// Screens opened before the first read come back filled by it.
+	tm.Send(keyPress("f"))
+	tm.Send(keyPress("esc"))
 	tm.Send(keyPress("?"))
 	waitScreen(t, tm, "scroll left")
 	tm.Send(keyPress("j"))
