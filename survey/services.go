@@ -45,6 +45,27 @@ func (v *Survey) Services(namespace string) []Service {
 		return nil
 	}
 	counts := v.endpointCounts()
+	// The findings by Service, once, rather than all of them per row.
+	type tally struct {
+		findings, pending int
+		nodes             map[string]bool
+	}
+	tallies := map[string]*tally{}
+	tallyOf := func(spn string) *tally {
+		k := serviceOf(spn)
+		if tallies[k] == nil {
+			tallies[k] = &tally{nodes: map[string]bool{}}
+		}
+		return tallies[k]
+	}
+	for _, f := range v.findings {
+		t := tallyOf(f.Service)
+		t.findings++
+		t.nodes[f.Node] = true
+	}
+	for _, f := range v.pending {
+		tallyOf(f.Service).pending++
+	}
 	var out []Service
 	for i := range c.Services {
 		svc := &c.Services[i]
@@ -54,22 +75,13 @@ func (v *Survey) Services(namespace string) []Service {
 		row := Service{Namespace: svc.Namespace, Name: svc.Name, Type: serviceType(svc), Frontends: frontends(svc)}
 		n := counts[svc.Namespace+"/"+svc.Name]
 		row.Ready, row.Serving, row.Total = n.ready, n.serving, n.total
-		nodes := map[string]bool{}
-		for _, f := range v.findings {
-			if row.Ref().Matches(f.Service) {
-				row.Findings++
-				nodes[f.Node] = true
+		if t := tallies[svc.Namespace+"/"+svc.Name]; t != nil {
+			row.Findings, row.Pending = t.findings, t.pending
+			for n := range t.nodes {
+				row.Nodes = append(row.Nodes, n)
 			}
+			sort.Strings(row.Nodes)
 		}
-		for _, f := range v.pending {
-			if row.Ref().Matches(f.Service) {
-				row.Pending++
-			}
-		}
-		for n := range nodes {
-			row.Nodes = append(row.Nodes, n)
-		}
-		sort.Strings(row.Nodes)
 		out = append(out, row)
 	}
 	sort.Slice(out, func(i, j int) bool {

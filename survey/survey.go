@@ -99,17 +99,22 @@ func splitPending(s *snapshot.Snapshot, fs []behavior.Finding, changed map[strin
 		read[n.Name] = n.CapturedAt
 	}
 	for _, f := range fs {
-		svc := f.Service
-		if i := strings.LastIndexByte(svc, ':'); i > strings.IndexByte(svc, '/') {
-			svc = svc[:i]
-		}
-		if at, ok := changed[svc]; ok && at.After(read[f.Node].Add(-settle)) {
+		if at, ok := changed[serviceOf(f.Service)]; ok && at.After(read[f.Node].Add(-settle)) {
 			pending = append(pending, f)
 			continue
 		}
 		drift = append(drift, f)
 	}
 	return drift, pending
+}
+
+// serviceOf is the Service (namespace/name) of a Service port name
+// (namespace/name:port).
+func serviceOf(spn string) string {
+	if i := strings.LastIndexByte(spn, ':'); i > strings.IndexByte(spn, '/') {
+		return spn[:i]
+	}
+	return spn
 }
 
 func sortFindings(fs []behavior.Finding) {
