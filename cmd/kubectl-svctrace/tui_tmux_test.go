@@ -43,15 +43,7 @@ func TestTUIInTmux(t *testing.T) {
 		t.Errorf("q: exit status %s, want 0", st)
 	}
 
-	s0, err := snapshot.Load(healthy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropEndpoint(t, s0, "default", "web", "10.244.1.11")
-	broken := filepath.Join(t.TempDir(), "broken.snapshot.yaml")
-	if err := snapshot.Save(s0, broken); err != nil {
-		t.Fatal(err)
-	}
+	broken := brokenSnapshot(t)
 	p = tmuxtest.Start(t, fmt.Sprintf("%s tui --snapshot %s --log-file %s", bin, broken, filepath.Join(t.TempDir(), "tui.log")))
 	p.WaitFor(20*time.Second, "default/crowded")
 	p.Keys("f")
@@ -71,15 +63,7 @@ func TestTUIInTmux(t *testing.T) {
 // selection still shows (reverse video); without it, drift is coloured.
 func TestTUINoColor(t *testing.T) {
 	bin := buildBinary(t)
-	s, err := snapshot.Load(filepath.Join("..", "..", "examples", "lab-nftables-v1.36.3.snapshot.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropEndpoint(t, s, "default", "web", "10.244.1.11")
-	broken := filepath.Join(t.TempDir(), "broken.snapshot.yaml")
-	if err := snapshot.Save(s, broken); err != nil {
-		t.Fatal(err)
-	}
+	broken := brokenSnapshot(t)
 	// A foreground or background colour; 39 and 49 (the defaults) are
 	// none.
 	colour := regexp.MustCompile(`\x1b\[(?:[0-9]+;)*(?:3[0-8]|4[0-8]|9[0-7]|10[0-7])(?:;[0-9]+)*m`)
@@ -104,6 +88,23 @@ func TestTUINoColor(t *testing.T) {
 		p.Keys("q")
 		p.Exited()
 	}
+}
+
+// brokenSnapshot writes the bundled nftables lab snapshot after the API
+// dropped default/web's endpoint 10.244.1.11, which both nodes still send
+// to, and returns its path.
+func brokenSnapshot(t *testing.T) string {
+	t.Helper()
+	s, err := snapshot.Load(filepath.Join("..", "..", "examples", "lab-nftables-v1.36.3.snapshot.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropEndpoint(t, s, "default", "web", "10.244.1.11")
+	broken := filepath.Join(t.TempDir(), "broken.snapshot.yaml")
+	if err := snapshot.Save(s, broken); err != nil {
+		t.Fatal(err)
+	}
+	return broken
 }
 
 // dropEndpoint removes an endpoint address from a Service's slices.
