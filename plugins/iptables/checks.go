@@ -17,6 +17,13 @@ var (
 	ipvsChains      = []string{"KUBE-LOAD-BALANCER", "KUBE-NODE-PORT", "KUBE-SOURCE-RANGES-FIREWALL", "KUBE-IPVS-FILTER", "KUBE-IPVS-OUT-FILTER"}
 )
 
+// ipvsModeChains are, by table, the iptables chains kube-proxy keeps in
+// ipvs mode: there they are the running proxy's, no leftover.
+var ipvsModeChains = map[string][]string{
+	"nat":    {"KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-NODE-PORT", "KUBE-LOAD-BALANCER", "KUBE-MARK-MASQ"},
+	"filter": {"KUBE-FORWARD", "KUBE-NODE-PORT", "KUBE-PROXY-FIREWALL", "KUBE-SOURCE-RANGES-FIREWALL", "KUBE-IPVS-FILTER", "KUBE-IPVS-OUT-FILTER"},
+}
+
 // perServicePrefixes are the chains kube-proxy creates per service port and
 // endpoint; it deletes them when they are no longer needed.
 var perServicePrefixes = []string{PrefixSVC, PrefixSVL, PrefixEXT, PrefixFW, PrefixSEP}
@@ -218,8 +225,9 @@ func kubeletChain(name string) bool {
 }
 
 // ModeLeftovers reports kube-proxy's iptables chains on a node whose
-// kube-proxy runs in another mode (nftables): one finding per table, as
-// nothing in them belongs to the running proxy.
+// kube-proxy runs in another mode: one finding per table. In nftables mode
+// nothing in them belongs to the running proxy; in ipvs mode, all but the
+// chains ipvs mode keeps.
 func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Finding {
 	var out []behavior.Finding
 	for _, tname := range rs.TableOrder {
@@ -227,6 +235,9 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Fin
 		var chains []string
 		rules := 0
 		for _, c := range t.chains() {
+			if activeMode == "ipvs" && slices.Contains(ipvsModeChains[tname], c.Name) {
+				continue
+			}
 			if cname := c.Name; strings.HasPrefix(cname, "KUBE-") && !kubeletChain(cname) {
 				chains = append(chains, cname)
 				rules += c.Len()

@@ -122,6 +122,8 @@ func (w *Walker) module(s *state, r *Rule, m *Match) matchResult {
 		return statistic(s, r, m)
 	case "recent":
 		return w.recent(s, m)
+	case "set":
+		return w.set(s, r, m)
 	case "addrtype":
 		for _, o := range m.Options {
 			var a netip.Addr

@@ -35,6 +35,8 @@ type state struct {
 	verdict, reason  string
 	mark             uint32
 	masq, translated bool
+	// onward: the packet was taken at local input and sent on (IPVS)
+	onward bool
 	// srcTests are the prefixes the source was tested against.
 	srcTests []netip.Prefix
 	rare     *rareState
@@ -53,6 +55,10 @@ type rareState struct {
 	recentSet     []string
 	recentChecked map[string]int
 	notes         dataplane.Notes
+	// affinity and affinityKey are an extension's client affinity (IPVS
+	// persistence) on the way it chose.
+	affinity    int32
+	affinityKey string
 }
 
 // setRare is the branch's own copy of its rare state, to change.
@@ -164,6 +170,8 @@ type Walker struct {
 	// noMemo has the walker evaluate pure chains each time rather than
 	// take their outcomes from their memo (see memoized): tests compare.
 	noMemo bool
+	// ext is what another plane adds to the walk (NewWalkerWith).
+	ext Extensions
 }
 
 // hookChains are a hook's built-in chain name (in capitals) and, for each
@@ -258,6 +266,9 @@ func (w *Walker) runHooks(s *state, hooks []dataplane.Hook, out *[]dataplane.Bra
 // runTables runs the hook's chains from its table i on.
 func (w *Walker) runTables(s *state, hc *hookChains, i int, rest []dataplane.Hook, out *[]dataplane.Branch) {
 	if i == len(hc.tables) {
+		if hc.name == "INPUT" && w.localIn(s, rest, out) {
+			return
+		}
 		w.runHooks(s, rest, out)
 		return
 	}
@@ -291,6 +302,9 @@ func (s *state) finish() dataplane.Branch {
 			if secs, ok := r.recentChecked[set]; ok {
 				b.AffinitySeconds, b.AffinityKey = int32(secs), set
 			}
+		}
+		if r.affinityKey != "" {
+			b.AffinitySeconds, b.AffinityKey = r.affinity, r.affinityKey
 		}
 	}
 	return b

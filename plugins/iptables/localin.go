@@ -1,0 +1,156 @@
+package iptables
+
+import (
+	"net/netip"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// Extensions are what another data plane adds to a walk of these rules:
+// kube-proxy's ipvs mode keeps iptables rules that match ipsets, and hands
+// the packets they accept for a local address to IPVS.
+type Extensions struct {
+	// Sets answers -m set --match-set; without it such a match is not
+	// evaluated (assumed not to match, with a note).
+	Sets SetLookup
+	// LocalIn is what takes a packet the input hook accepted, before it
+	// is delivered to a local socket: the ways it goes on (IPVS's real
+	// servers), or nil when the packet is delivered locally as it is.
+	LocalIn func(pkt Packet, o dataplane.WalkOptions) []Onward
+}
+
+// SetLookup tells whether a packet matches an ipset, its dimensions taken
+// in the directions dirs ("src", "dst"); ok is false when the set is not
+// known.
+type SetLookup interface {
+	Has(name string, dirs []string, src, dst netip.Addr, protocol string, sport, dport uint16) (match, ok bool)
+}
+
+// Onward is one way a packet taken at local input goes on.
+type Onward struct {
+	Probability float64
+	// Hops are the steps that chose this way (the virtual server, the
+	// real server).
+	Hops []dataplane.Hop
+	// To is the new destination; with Verdict set it is not used.
+	To netip.AddrPort
+	// Verdict ends the packet there (Reject, Drop), for Reason.
+	Verdict dataplane.Verdict
+	Reason  string
+	// AffinitySeconds and AffinityKey: the way keeps its clients (IPVS
+	// persistence).
+	AffinitySeconds int32
+	AffinityKey     string
+	Notes           []string
+}
+
+// hookOutputOnward is the output hook of a packet sent on from local
+// input (IPVS's transmit): its connection's destination NAT is settled,
+// so the nat table's output chain does not see it.
+const hookOutputOnward dataplane.Hook = "output-onward"
+
+// NewWalkerWith prepares a walker with another plane's extensions.
+func NewWalkerWith(rs *Ruleset, env *Env, ext Extensions) *Walker {
+	w := NewWalker(rs, env)
+	w.ext = ext
+	if ext.LocalIn != nil {
+		hc := &hookChains{name: "OUTPUT", tables: []string{"mangle", "filter", "security"}}
+		for _, t := range hc.tables {
+			hc.chains = append(hc.chains, rs.Chain(t, hc.name))
+		}
+		w.hooks[hookOutputOnward] = hc
+	}
+	return w
+}
+
+// localIn hands a packet the input hook accepted to the extension, once
+// per branch, and walks each way it goes on: output (without nat) and
+// postrouting, or on up the input path when its new destination is
+// local.
+func (w *Walker) localIn(s *state, rest []dataplane.Hook, out *[]dataplane.Branch) bool {
+	if w.ext.LocalIn == nil || s.onward {
+		return false
+	}
+	ways := w.ext.LocalIn(s.pkt, *s.opts)
+	if ways == nil {
+		return false
+	}
+	for i, o := range ways {
+		st := s
+		if i < len(ways)-1 {
+			st = s.fork()
+		}
+		st.onward = true
+		st.prob *= o.Probability
+		for _, h := range o.Hops {
+			st.addHop(h)
+		}
+		if len(o.Notes) > 0 || o.AffinityKey != "" {
+			rare := st.setRare()
+			for _, n := range o.Notes {
+				rare.notes.Add("%s", n)
+			}
+			rare.affinity, rare.affinityKey = o.AffinitySeconds, o.AffinityKey
+		}
+		if o.Verdict != "" {
+			st.verdict, st.reason = string(o.Verdict), o.Reason
+			*out = append(*out, st.finish())
+			continue
+		}
+		st.pkt.Dst, st.pkt.DstPort, st.dnat, st.translated = o.To.Addr(), o.To.Port(), o.To.String(), true
+		if w.env.IsLocal(st.pkt.Dst) {
+			// To a local address (a host-network endpoint of this
+			// node), IPVS passes the packet on up the input path: it
+			// never reaches output or postrouting.
+			w.runHooks(st, rest, out)
+			continue
+		}
+		w.runHooks(st, append([]dataplane.Hook{hookOutputOnward, dataplane.HookPostrouting, dataplane.RouteLoopback}, rest...), out)
+	}
+	return true
+}
+
+// set evaluates -m set: every --match-set of the match must hold.
+func (w *Walker) set(s *state, r *Rule, m *Match) matchResult {
+	for _, o := range m.Options {
+		if o.Name != "match-set" {
+			if o.Name != "return-nomatch" && o.Name != "update-counters" && o.Name != "update-subcounters" {
+				s.note("%s: set option --%s not evaluated; assumed to match", r.Ref(), o.Name)
+			}
+			continue
+		}
+		if len(o.Args) < 2 {
+			s.note("%s: --match-set without a set and its directions; assumed not to match", r.Ref())
+			return noMatch
+		}
+		// A set that cannot be read is assumed to hold no member (so a
+		// negated match holds), and said.
+		in, ok := false, false
+		if w.ext.Sets != nil {
+			p := s.pkt
+			in, ok = w.ext.Sets.Has(o.Args[0], splitDirs(o.Args[1]), p.Src, p.Dst, p.Protocol, p.SrcPort, p.DstPort)
+		}
+		switch {
+		case w.ext.Sets == nil:
+			s.note("%s: ipset %s not read; assumed to hold no member", r.Ref(), o.Args[0])
+		case !ok:
+			s.note("%s: ipset %s is not in the dump; assumed to hold no member", r.Ref(), o.Args[0])
+		}
+		if in == o.Negate {
+			return noMatch
+		}
+	}
+	return hasMatch
+}
+
+func splitDirs(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
