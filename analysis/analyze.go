@@ -152,6 +152,7 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		a.Flows = a.CorrelateConntrack(entries)
 		a.Findings = append(a.Findings, ConntrackFindings(node, a.Flows)...)
 	}
+	a.Findings, textFindings = causedBy(a.Findings, textFindings)
 	a.Findings = foldOrphans(append(a.Findings, textFindings...))
 	a.Findings = behavior.Merge(a.Findings)
 	return a, nil
@@ -240,9 +241,9 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 	}
 	in.NoRules = o.Lean
 	a.Observed = dataplane.Observe(a.Plane, in)
-	if u, ok := a.Plane.(dataplane.Unchecked); ok && a.Expected != nil {
+	if u, ok := a.Plane.(dataplane.Unchecked); ok && a.Expected != nil && u.Unchecked() != "" {
+		// The plane's notes say why.
 		a.Unchecked = u.Unchecked()
-		a.Notes = append(a.Notes, a.Unchecked)
 		return nil
 	}
 	if a.Expected != nil {

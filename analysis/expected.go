@@ -52,7 +52,7 @@ func Expected(in ExpectedInput) (*behavior.Table, []string) {
 	for i := range v.Ports {
 		p := &v.Ports[i]
 		for _, k := range frontendKeys(p, npIPs) {
-			t.Frontends = append(t.Frontends, expectFrontend(p, k, space, local, detector, cfg.MasqueradeAll))
+			t.Frontends = append(t.Frontends, expectFrontend(p, k, space, local, detector, cfg.MasqueradeAll, cfg.Mode == "ipvs"))
 		}
 	}
 	if !detector && !cfg.MasqueradeAll {
@@ -103,6 +103,9 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 	if len(spec) == 0 && in.Config.Mode == "nftables" {
 		spec = []string{"primary"}
 	}
+	if len(spec) == 0 && in.Config.Mode == "ipvs" {
+		return in.ipvsNodePortIPs()
+	}
 	if len(spec) == 0 {
 		return nil, nil
 	}
@@ -147,7 +150,7 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 	return out, notes
 }
 
-func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, local localDelivery, detector, masqAll bool) behavior.Frontend {
+func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, local localDelivery, detector, masqAll, ipvs bool) behavior.Frontend {
 	cidrs := space.ClusterCIDRs
 	spn := p.SPN()
 	f := behavior.Frontend{Key: k, Service: spn, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
@@ -186,6 +189,8 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 			o = behavior.Outcome{Verdict: behavior.Reject, Reason: spn + " has no endpoints"}
 		case !behavior.Allowed(src, ranges):
 			o = behavior.Outcome{Verdict: behavior.Drop, Reason: fmt.Sprintf("%s: source %s not in loadBalancerSourceRanges", spn, src)}
+		case ipvs:
+			o = ipvsOutcome(p, src, cidrs, external, detector, masqAll, local, memo)
 		case !external:
 			o = internalOutcome(p, src, cidrs, detector, masqAll, local, memo)
 		default:

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -77,6 +78,9 @@ func (p *planes) choose(node, mode string) (dataplane.Plane, string, error) {
 			}
 		}
 	}
+	if len(holding) > 1 {
+		holding = p.beyond(chosen, holding, node)
+	}
 	switch {
 	case len(holding) > 1:
 		return chosen, fmt.Sprintf("kube-proxy's objects are in %s: assumed %s mode (the others are reported as leftovers); say the mode with --proxy-mode",
@@ -90,6 +94,19 @@ func (p *planes) choose(node, mode string) (dataplane.Plane, string, error) {
 		}
 	}
 	return nil, "", fmt.Errorf("node %s: the snapshot holds no %s rules of this node (no %s)", node, p.family, strings.Join(wants, ", no "))
+}
+
+// beyond narrows the modes holding kube-proxy's objects to the chosen one
+// and those holding more than the chosen mode keeps there itself (ipvs
+// mode keeps iptables rules: they are no other mode's).
+func (p *planes) beyond(chosen dataplane.Plane, holding []string, node string) []string {
+	out := []string{chosen.Mode()}
+	for i, l := range p.loaders {
+		if pl := p.loaded[i]; pl != nil && pl != chosen && slices.Contains(holding, l.Mode()) && len(pl.Leftovers(node, chosen.Mode())) > 0 {
+			out = append(out, l.Mode())
+		}
+	}
+	return out
 }
 
 // checks are the findings of the planes kube-proxy does not program (its

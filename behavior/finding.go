@@ -25,13 +25,19 @@ const (
 	// StaleConntrack: a conntrack entry sends a client to a backend that
 	// is no longer a serving endpoint (or not in the node's rules).
 	StaleConntrack = "StaleConntrack"
+	// MissingVIPAddress: an IPVS virtual server's address is bound on no
+	// interface of the node (ipvs mode binds it on kube-ipvs0), so IPVS
+	// never sees its packets.
+	MissingVIPAddress = "MissingVIPAddress"
+	// ExtraVIPAddress: an address on kube-ipvs0 that no virtual server has.
+	ExtraVIPAddress = "ExtraVIPAddress"
 )
 
 // FindingTypes are the finding types above, for those that list them
 // all (the exporter, which shows each with its count, zero included).
 var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
 	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
-	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack}
+	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress}
 
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.

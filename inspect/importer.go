@@ -26,6 +26,11 @@ type ImportOptions struct {
 	Conntrack []string
 	// IPVS are IPVS tables: ipvsadm -Ln or ipvsadm-save -n outputs.
 	IPVS []string
+	// IPSets are ipset save (or ipset list) outputs.
+	IPSets []string
+	// KubeIPVS0 are ip addr show dev kube-ipvs0 (or ip -j addr show)
+	// outputs.
+	KubeIPVS0 []string
 	// Table is the table of headerless dumps, when the user says it.
 	Table string
 	// KubeProxy holds settings given as flags.
@@ -85,6 +90,12 @@ func Import(o ImportOptions) (*snapshot.Snapshot, error) {
 		return nil, err
 	}
 	if err := add(o.IPVS, snapshot.CollectorIPVS, ""); err != nil {
+		return nil, err
+	}
+	if err := add(o.IPSets, snapshot.CollectorIPSet, ""); err != nil {
+		return nil, err
+	}
+	if err := add(o.KubeIPVS0, snapshot.CollectorKubeIPVS0, ""); err != nil {
 		return nil, err
 	}
 	if len(ns.Dumps) == 0 {

@@ -74,6 +74,8 @@ func dumpCommands() []dumpCommand {
 		{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "the IPv6 legacy backend", []string{"ip6tables-legacy-save"}},
 		{snapshot.CollectorNFTJSON, "", "", "the nftables ruleset", []string{"nft", "-j", "list", "ruleset"}},
 		{snapshot.CollectorIPVS, "", "", "the IPVS table", []string{"ipvsadm", "-Ln"}},
+		{snapshot.CollectorIPSet, "", "", "the ipsets", []string{"ipset", "save"}},
+		{snapshot.CollectorKubeIPVS0, "", "", "the addresses on kube-ipvs0", []string{"ip", "addr", "show", "dev", "kube-ipvs0"}},
 	}
 }
 

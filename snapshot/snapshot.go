@@ -87,6 +87,11 @@ const (
 	CollectorConntrack = "conntrack"
 	// CollectorIPVS is the IPVS table: ipvsadm -Ln or ipvsadm-save -n.
 	CollectorIPVS = "ipvsadm"
+	// CollectorIPSet is the ipsets: ipset save (or ipset list).
+	CollectorIPSet = "ipset"
+	// CollectorKubeIPVS0 is the addresses on the kube-ipvs0 interface of
+	// ipvs mode: ip addr show dev kube-ipvs0 (or ip -j addr show).
+	CollectorKubeIPVS0 = "kube-ipvs0"
 )
 
 // Dump is one collector output, verbatim.

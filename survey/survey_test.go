@@ -201,7 +201,7 @@ func TestUncheckedMode(t *testing.T) {
 	s.Nodes = []snapshot.NodeState{{Name: "node1", KubeProxy: snapshot.ProxyConfig{Mode: "ipvs"},
 		Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPVS, Text: string(table)}}}}
 	v := survey.New(s, "ipvs", survey.Options{})
-	if _, err := v.Drift(); err == nil || !strings.Contains(err.Error(), "drift in ipvs mode is not checked yet") {
+	if _, err := v.Drift(); err == nil || !strings.Contains(err.Error(), "drift in ipvs mode is not checked") {
 		t.Errorf("drift: %v", err)
 	}
 	nodes := v.Nodes()

@@ -61,10 +61,10 @@ func TestExplainIPVSWithObjects(t *testing.T) {
 			t.Errorf("backends %v, want a third each to 172.17.0.3-5:80", got)
 		}
 	}
-	if !strings.Contains(strings.Join(rep.Notes, "\n"), "drift in ipvs mode is not checked yet") {
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "drift in ipvs mode is not checked") {
 		t.Errorf("the notes do not say drift is not checked: %q", rep.Notes)
 	}
-	if _, err := analysis.Drift(s, analysis.DriftOptions{Family: "IPv4"}); err == nil || !strings.Contains(err.Error(), "node minikube: drift in ipvs mode is not checked yet") {
+	if _, err := analysis.Drift(s, analysis.DriftOptions{Family: "IPv4"}); err == nil || !strings.Contains(err.Error(), "node minikube: drift in ipvs mode is not checked") {
 		t.Errorf("drift of an ipvs node: %v", err)
 	}
 }

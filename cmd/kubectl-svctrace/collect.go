@@ -20,6 +20,8 @@ type collectOptions struct {
 	ip6tablesSave []string
 	nftJSON       []string
 	ipvs          []string
+	ipsets        []string
+	kubeIPVS0     []string
 	conntrack     []string
 	table         string
 	mode          string
@@ -71,6 +73,8 @@ comments and chain hashes.`,
 	cmd.Flags().StringSliceVar(&o.conntrack, "conntrack", nil, "Import: the node's conntrack table (conntrack -L -o extended, or /proc/net/nf_conntrack)")
 	cmd.Flags().StringSliceVar(&o.nftJSON, "nft-json", nil, "Import: nft -j list ruleset output of the node (the JSON form: the text form of nft list ruleset loses types)")
 	cmd.Flags().StringSliceVar(&o.ipvs, "ipvsadm", nil, "Import: the node's IPVS table (ipvsadm -Ln or ipvsadm-save -n, numeric)")
+	cmd.Flags().StringSliceVar(&o.ipsets, "ipset", nil, "Import: the node's ipsets (ipset save or ipset list), for ipvs mode")
+	cmd.Flags().StringSliceVar(&o.kubeIPVS0, "kube-ipvs0", nil, "Import: the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0, or ip -j addr show), for ipvs mode")
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
 	cmd.Flags().StringVar(&o.mode, "proxy-mode", "", "Import: kube-proxy's mode, if known")
 	cmd.Flags().StringSliceVar(&o.addresses, "node-ip", nil, "Import: the node's addresses, when --objects has no Node object for it")
@@ -79,7 +83,7 @@ comments and chain hashes.`,
 }
 
 func (o *collectOptions) importing() bool {
-	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0 || len(o.nftJSON) > 0 || len(o.ipvs) > 0
+	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0 || len(o.nftJSON) > 0 || len(o.ipvs) > 0 || len(o.ipsets) > 0 || len(o.kubeIPVS0) > 0
 }
 
 func (o *collectOptions) validate() error {
@@ -124,7 +128,7 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 		}
 		var err error
 		s, err = inspect.Import(inspect.ImportOptions{
-			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON, IPVS: o.ipvs, Conntrack: o.conntrack,
+			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON, IPVS: o.ipvs, IPSets: o.ipsets, KubeIPVS0: o.kubeIPVS0, Conntrack: o.conntrack,
 			Table: o.table, KubeProxy: pc, Addresses: o.addresses, Now: time.Now(), Generator: "svctrace " + version,
 		})
 		if err != nil {

@@ -26,8 +26,9 @@ and list the differences as typed findings (MissingFrontend, StaleFrontend,
 MissingEndpoint, StaleEndpoint, WeightMismatch, AffinityMismatch,
 FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch,
 NoEndpointsRuleMismatch), plus text-level checks: OrphanChain, LeftoverRules
-(userspace proxier, IPVS mode) and BackendSplitBrain (KUBE chains in both
-iptables-legacy and iptables-nft). The comparison is on behaviour, never on
+(userspace proxier, another proxy mode), BackendSplitBrain (KUBE chains in
+both iptables-legacy and iptables-nft), and in ipvs mode MissingVIPAddress
+and ExtraVIPAddress (kube-ipvs0). The comparison is on behaviour, never on
 rule text, so another kube-proxy release's layout raises nothing.
 
 Without --snapshot or --local, the nodes are read from a workstation through

@@ -23,17 +23,29 @@ var _ dataplane.KernelReader = Loader{}
 // KernelSource is the Origin of a table read over netlink.
 const KernelSource = "IPVS (netlink)"
 
-// ReadKernel reads the IPVS table of the calling thread's network
-// namespace over generic netlink, for ipvsadm -Ln, and prints it as
-// ipvsadm does (connection counts included). A kernel without IPVS
+// ReadKernel reads ipvs mode's state of the calling thread's network
+// namespace: the IPVS table over generic netlink, for ipvsadm -Ln, printed
+// as ipvsadm does (connection counts included); the ipsets, for ipset
+// save; the addresses on kube-ipvs0, for ip addr show. A kernel without IPVS
 // loaded has no table (dataplane.ErrNotInKernel), which is no error on a
 // node whose kube-proxy runs in another mode. Nothing is loaded or changed:
 // github.com/moby/ipvs, the usual library, runs modprobe ip_vs when it
 // starts, which a read must not do.
 func (Loader) ReadKernel(collector, _ string) (snapshot.Dump, error) {
-	if collector != snapshot.CollectorIPVS {
-		return snapshot.Dump{}, fmt.Errorf("ipvs: no netlink read stands for %s", collector)
+	switch collector {
+	case snapshot.CollectorIPVS:
+		return readIPVS()
+	case snapshot.CollectorIPSet:
+		return readIPSets()
+	case snapshot.CollectorKubeIPVS0:
+		return readDummy()
 	}
+	return snapshot.Dump{}, fmt.Errorf("ipvs: no netlink read stands for %s", collector)
+}
+
+// readIPVS reads the IPVS table, for ipvsadm -Ln.
+func readIPVS() (snapshot.Dump, error) {
+	collector := snapshot.CollectorIPVS
 	failed := snapshot.Dump{Collector: collector}
 	t, err := readNetlink()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -23,8 +24,10 @@ func (Loader) Wants(family string) string {
 }
 
 // Load parses the node's IPVS dumps and keeps the virtual servers of the
-// family (firewall-mark services, which have no address, with either). A
-// node without an IPVS dump has no ipvs plane (nil).
+// family (firewall-mark services, which have no address, with either),
+// with what else of ipvs mode the node's state holds: the iptables rules
+// of the family, the ipsets and the addresses on kube-ipvs0. A node
+// without an IPVS dump has no ipvs plane (nil).
 func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
 	var p *Plane
 	for i := range ns.Dumps {
@@ -34,14 +37,10 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 		}
 		t, err := Parse(d.Text)
 		if err != nil {
-			var pe *ParseError
-			if errors.As(err, &pe) {
-				return nil, dataplane.NewDumpError(ns.Name, d, pe.Line, pe.Col, pe.Msg, err)
-			}
-			return nil, dataplane.NewDumpError(ns.Name, d, 0, 0, "", err)
+			return nil, dumpError(ns.Name, d, err)
 		}
 		if p == nil {
-			p = &Plane{table: &Table{}, family: family, nodeAddrs: nodeAddrs(ns)}
+			p = &Plane{table: &Table{}, family: family}
 		}
 		p.table.Notes = append(p.table.Notes, t.Notes...)
 		for _, v := range t.Virtuals {
@@ -53,17 +52,66 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 	if p == nil {
 		return nil, nil
 	}
+	if err := p.loadRest(ns); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
-// nodeAddrs are the node's own addresses, as the snapshot knows them: a
-// virtual server on one of them is a NodePort.
-func nodeAddrs(ns *snapshot.NodeState) map[netip.Addr]bool {
-	out := map[netip.Addr]bool{}
-	for _, a := range ns.Addresses {
-		if ip, err := netip.ParseAddr(a); err == nil {
-			out[ip] = true
+// loadRest reads the parts of ipvs mode beside the IPVS table.
+func (p *Plane) loadRest(ns *snapshot.NodeState) error {
+	rules, err := iptables.Loader{}.Load(ns, p.family)
+	if err != nil {
+		return err
+	}
+	if ipt, ok := rules.(*iptables.Plane); ok && ipt != nil {
+		p.rules = ipt
+	}
+	for i := range ns.Dumps {
+		d := &ns.Dumps[i]
+		switch d.Collector {
+		case snapshot.CollectorIPSet:
+			sets, err := ParseIPSets(d.Text)
+			if err != nil {
+				return dumpError(ns.Name, d, err)
+			}
+			if p.sets == nil {
+				p.sets = &IPSets{Sets: map[string]*IPSet{}}
+			}
+			p.sets.Notes = append(p.sets.Notes, sets.Notes...)
+			for name, set := range sets.Sets {
+				p.sets.Sets[name] = set
+			}
+		case snapshot.CollectorKubeIPVS0:
+			ifs, err := ParseIfAddrs(d.Text)
+			if err != nil {
+				return dumpError(ns.Name, d, err)
+			}
+			p.vipsKnown = true
+			for _, a := range ifs[Dummy] {
+				if a.Addr().Is4() == (p.family == "IPv4") {
+					p.vips = append(p.vips, a)
+				}
+			}
 		}
 	}
-	return out
+	p.nodeAddrs = map[netip.Addr]bool{}
+	for _, a := range ns.Addresses {
+		if ip, err := netip.ParseAddr(a); err == nil && !p.isVIP(ip) {
+			p.nodeAddrs[ip] = true
+		}
+	}
+	return nil
+}
+
+// Dummy is the interface ipvs mode binds its virtual addresses on.
+const Dummy = "kube-ipvs0"
+
+// dumpError names the node and dump of a parse error, and its position.
+func dumpError(node string, d *snapshot.Dump, err error) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return dataplane.NewDumpError(node, d, pe.Line, pe.Col, pe.Msg, err)
+	}
+	return dataplane.NewDumpError(node, d, 0, 0, "", err)
 }

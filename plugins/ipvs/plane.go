@@ -3,17 +3,32 @@ package ipvs
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/iptables"
 )
 
-// Plane is the IPVS table of one node and family.
+// Plane is ipvs mode on one node and family: the IPVS table and, when
+// the node's state holds them, the iptables rules ipvs mode keeps, its
+// ipsets and the addresses on kube-ipvs0. With all of those the walk is
+// the kernel's whole path; with the IPVS table alone it is only the
+// virtual server's choice, and drift is not checked.
 type Plane struct {
-	table     *Table
-	family    string
+	table  *Table
+	family string
+	// nodeAddrs are the node's own addresses, without those bound on
+	// kube-ipvs0 (the virtual addresses).
 	nodeAddrs map[netip.Addr]bool
+	// rules are ipvs mode's iptables rules (nil: not in the state).
+	rules *iptables.Plane
+	// sets are the node's ipsets (nil: not in the state).
+	sets *IPSets
+	// vips are the addresses on kube-ipvs0, when vipsKnown.
+	vips      []netip.Prefix
+	vipsKnown bool
 }
 
 var (
@@ -21,12 +36,50 @@ var (
 	_ dataplane.Unchecked = (*Plane)(nil)
 )
 
-// Unchecked: the walk reads the IPVS table only, not the iptables rules
-// and ipsets of ipvs mode, which decide masquerading, the firewall and
-// NodePorts' local traffic; held against the model its outcomes would
-// show differences that are not there.
+// Unchecked says what of the mode's state is missing for the walk to be
+// the kernel's whole path ("" when nothing is): without ipvs mode's
+// iptables rules and ipsets, which decide masquerading and the firewall,
+// and the addresses on kube-ipvs0, which decide whether IPVS sees a packet
+// at all, its outcomes held against the model would show differences that
+// are not there.
 func (p *Plane) Unchecked() string {
-	return "drift in ipvs mode is not checked yet: svctrace reads the IPVS table (explain and trace show it), but not yet the iptables rules and ipsets of ipvs mode that decide masquerading and the firewall"
+	var missing []string
+	if p.rules == nil {
+		missing = append(missing, "the iptables rules ("+p.family+" iptables-save)")
+	}
+	if p.sets == nil {
+		missing = append(missing, "the ipsets (ipset save)")
+	}
+	if !p.vipsKnown {
+		missing = append(missing, "the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0)")
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "drift in ipvs mode is not checked: the node's state has the IPVS table but not " + strings.Join(missing, ", ") + ", which decide together with it where a packet goes; explain and trace show the IPVS table alone"
+}
+
+// Walker walks a packet through ipvs mode's iptables rules (with the
+// ipsets they match), the IPVS lookup at local input for an address on
+// kube-ipvs0 or the node, then output and postrouting with the real
+// server as destination. Without those rules, only the IPVS table.
+func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
+	if p.rules == nil {
+		return &Walker{p: p, env: env}
+	}
+	local := &dataplane.Env{}
+	if env != nil {
+		*local = *env
+	}
+	local.LocalAddrs = slices.Clone(local.LocalAddrs)
+	for _, v := range p.vips {
+		local.LocalAddrs = append(local.LocalAddrs, v.Addr())
+	}
+	ext := iptables.Extensions{LocalIn: p.lookup}
+	if p.sets != nil {
+		ext.Sets = p.sets
+	}
+	return iptables.NewWalkerWith(p.rules.Rules, local, ext)
 }
 
 // Table is the plane's IPVS table.
@@ -40,8 +93,9 @@ func (p *Plane) Mode() string { return "ipvs" }
 func (p *Plane) HasKubeProxy() bool { return len(p.table.Virtuals) > 0 }
 
 // Frontends are the virtual servers with an address: a NodePort when the
-// address is one of the node's, a ClusterIP otherwise (the model names
-// external and load-balancer addresses, which IPVS does not tell apart).
+// address is one of the node's (not one bound on kube-ipvs0), a ClusterIP
+// otherwise (the model names external and load-balancer addresses, which
+// IPVS does not tell apart).
 func (p *Plane) Frontends() []behavior.Frontend {
 	var out []behavior.Frontend
 	for _, v := range p.table.Virtuals {
@@ -57,10 +111,16 @@ func (p *Plane) Frontends() []behavior.Frontend {
 	return out
 }
 
-// Checks are the table's own troubles, without the API objects: none yet
-// (those of ipvs mode need the model: a ready endpoint at weight 0, a
-// virtual server of a deleted Service).
-func (p *Plane) Checks(node, mode string) []behavior.Finding { return nil }
+// Checks are the mode's own troubles that need no API objects: a virtual
+// server whose address is bound nowhere on the node (IPVS never sees its
+// packets), an address on kube-ipvs0 no virtual server serves, and
+// kube-ipvs0 and the KUBE-IPVS-IPS set disagreeing.
+func (p *Plane) Checks(node, mode string) []behavior.Finding {
+	if !p.vipsKnown {
+		return nil
+	}
+	return vipChecks(p, node)
+}
 
 // Leftovers reports virtual servers while kube-proxy runs in another
 // mode: they still answer for their addresses where those are local.
@@ -79,8 +139,12 @@ func (p *Plane) Leftovers(node, activeMode string) []behavior.Finding {
 // Conflicts: an IPVS table has none of its own.
 func (p *Plane) Conflicts(string) []behavior.Finding { return nil }
 
-// Describe shows a hop: the virtual server, or the real server it chose.
+// Describe shows a hop: the virtual server, the real server it chose, or
+// a rule of ipvs mode's iptables rules.
 func (p *Plane) Describe(h dataplane.Hop) dataplane.HopInfo {
+	if h.Table != "ipvs" && p.rules != nil {
+		return p.rules.Describe(h)
+	}
 	info := dataplane.HopInfo{Text: "ipvs " + h.Rule, ByLine: true}
 	if strings.HasPrefix(h.Rule, "-> ") {
 		info.Text = "ipvs " + h.Chain + " " + h.Rule
@@ -93,14 +157,88 @@ func (p *Plane) Describe(h dataplane.Hop) dataplane.HopInfo {
 // by its name.
 func (p *Plane) OwnsRule(behavior.Rule, []string) bool { return false }
 
-// Infer says the mode; the rest of kube-proxy's settings are not in the
-// IPVS table.
+// Infer says the mode and what ipvs mode's iptables rules tell of
+// kube-proxy's settings (the masquerade mark, the cluster CIDR). The
+// addresses NodePorts open on are those of the virtual servers not bound on
+// kube-ipvs0: kube-proxy makes one per node address.
 func (p *Plane) Infer() dataplane.Inferred {
-	return dataplane.Inferred{Mode: "ipvs", Evidence: []string{fmt.Sprintf("%d IPVS virtual servers", len(p.table.Virtuals))}}
+	in := dataplane.Inferred{}
+	if p.rules != nil {
+		in = p.rules.Infer()
+	}
+	in.Mode = "ipvs"
+	in.Evidence = append(in.Evidence, fmt.Sprintf("%d IPVS virtual servers", len(p.table.Virtuals)))
+	if len(in.ClusterCIDRs) == 0 && p.rules != nil {
+		if cidr, line := p.clusterCIDR(); cidr != "" {
+			in.ClusterCIDRs = []string{cidr}
+			in.Evidence = append(in.Evidence, fmt.Sprintf("cluster CIDR %s: line %d (KUBE-SERVICES, ipvs mode's ClusterIP masquerade rule)", cidr, line))
+		}
+	}
+	if p.vipsKnown {
+		in.NodePortIPs, in.NodePortIPsKnown = p.nodePortIPs(), true
+	}
+	return in
 }
 
-// Notes say what the table alone cannot tell.
+// clusterCIDR reads the cluster CIDR off the rule that masquerades
+// connections to a ClusterIP from outside it: "! -s CIDR … --match-set
+// KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ"; "" when there is none.
+func (p *Plane) clusterCIDR() (string, int) {
+	c := p.rules.Rules.Chain("nat", "KUBE-SERVICES")
+	if c == nil {
+		return "", 0
+	}
+	for _, r := range c.Rules() {
+		if r.Source == nil || !r.Source.Negate || r.Target != "KUBE-MARK-MASQ" {
+			continue
+		}
+		if m, ok := r.Match("set"); ok {
+			if o, ok := m.Option("match-set"); ok && len(o.Args) > 0 && strings.HasSuffix(o.Args[0], "CLUSTER-IP") {
+				return r.Source.Prefix.String(), r.Line
+			}
+		}
+	}
+	return "", 0
+}
+
+// nodePortIPs are the addresses of the virtual servers that are the
+// node's (when the node's addresses are known), else not on kube-ipvs0,
+// in order.
+func (p *Plane) nodePortIPs() []string {
+	out := []string{}
+	seen := map[netip.Addr]bool{}
+	for _, v := range p.table.Virtuals {
+		a := v.Addr.Addr()
+		if v.Protocol == "" || seen[a] || p.isVIP(a) || len(p.nodeAddrs) > 0 && !p.nodeAddrs[a] {
+			continue
+		}
+		seen[a] = true
+		out = append(out, a.String())
+	}
+	return out
+}
+
+func (p *Plane) isVIP(a netip.Addr) bool {
+	for _, v := range p.vips {
+		if v.Addr() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Notes say what the reader did not understand, and what the walk leaves
+// out.
 func (p *Plane) Notes() []string {
 	out := append([]string(nil), p.table.Notes...)
-	return append(out, "ipvs: only the IPVS table is read: whether a connection is masqueraded, and the firewall of source ranges, are decided by ipvs mode's iptables rules and ipsets, which this svctrace does not walk yet")
+	if p.sets != nil {
+		out = append(out, p.sets.Notes...)
+	}
+	if p.rules != nil {
+		out = append(out, p.rules.Notes()...)
+	}
+	if why := p.Unchecked(); why != "" {
+		out = append(out, why)
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/iptables"
 )
 
 // Walker looks a packet up in the IPVS table, as the kernel does for a
@@ -14,9 +15,6 @@ type Walker struct {
 	p   *Plane
 	env *dataplane.Env
 }
-
-// Walker returns the plane's walker.
-func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker { return &Walker{p: p, env: env} }
 
 // Walk is WalkWith without options.
 func (w *Walker) Walk(pkt dataplane.Packet) []dataplane.Branch {
@@ -32,14 +30,37 @@ var (
 	byLoad   = map[string]bool{"lc": true, "wlc": true, "sed": true, "nq": true, "lblc": true, "lblcr": true, "ovf": true, "twos": true}
 )
 
-// WalkWith gives a branch per real server a new connection can reach,
-// with its share; a virtual server with no real server able to take it
-// rejects (IPVS answers port unreachable); a packet to no virtual server
+// WalkWith walks a packet through the IPVS table alone (a dump without
+// ipvs mode's iptables rules): see lookup. A packet to no virtual server
 // passes untouched.
 func (w *Walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []dataplane.Branch {
-	v := w.p.table.Find(strings.ToUpper(pkt.Protocol), netip.AddrPortFrom(pkt.Dst, pkt.DstPort))
-	if v == nil {
+	ways := w.p.lookup(pkt, o)
+	if ways == nil {
 		return []dataplane.Branch{{Probability: 1, Verdict: dataplane.Accept}}
+	}
+	out := make([]dataplane.Branch, 0, len(ways))
+	for _, way := range ways {
+		b := dataplane.Branch{Probability: way.Probability, Verdict: dataplane.Accept, Reason: way.Reason, Hops: way.Hops,
+			AffinitySeconds: way.AffinitySeconds, AffinityKey: way.AffinityKey, Notes: way.Notes}
+		if way.Verdict != "" {
+			b.Verdict = way.Verdict
+		} else {
+			b.DNAT = way.To.String()
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// lookup is what IPVS does with a new connection to a local address: nil
+// when no virtual server has the address; otherwise a way per real server
+// the connection can reach, with its share, or, with no real server able
+// to take it, a reject (IPVS answers port unreachable). Ways to another
+// real server than the one o asks about are left out.
+func (p *Plane) lookup(pkt dataplane.Packet, o dataplane.WalkOptions) []iptables.Onward {
+	v := p.table.Find(strings.ToUpper(pkt.Protocol), netip.AddrPortFrom(pkt.Dst, pkt.DstPort))
+	if v == nil {
+		return nil
 	}
 	vhop := dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: v.Line, Rule: v.String()}
 	var live []Real
@@ -57,7 +78,7 @@ func (w *Walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []datap
 		if len(v.Reals) > 0 {
 			reason = "every real server of the virtual server has weight 0"
 		}
-		return []dataplane.Branch{{Probability: 1, Verdict: dataplane.Reject, Reason: reason + ": IPVS answers ICMP port unreachable", Hops: hops(o, vhop)}}
+		return []iptables.Onward{{Probability: 1, Verdict: dataplane.Reject, Reason: reason + ": IPVS answers ICMP port unreachable", Hops: hops(o, vhop)}}
 	}
 	if v.Scheduler == "fo" {
 		// Weighted failover: the available server of the highest weight.
@@ -69,7 +90,7 @@ func (w *Walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []datap
 		}
 		live, total = []Real{best}, best.Weight
 	}
-	var out []dataplane.Branch
+	out := []iptables.Onward{}
 	for _, r := range live {
 		if !o.Keeps(r.Addr) {
 			continue
@@ -78,18 +99,18 @@ func (w *Walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []datap
 		if byWeight[v.Scheduler] || byHash[v.Scheduler] || byLoad[v.Scheduler] {
 			share = float64(r.Weight) / float64(total)
 		}
-		b := dataplane.Branch{Probability: share, Verdict: dataplane.Accept, DNAT: r.Addr.String(),
+		way := iptables.Onward{Probability: share, To: r.Addr,
 			Hops: hops(o, vhop, dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: r.Line, Rule: r.String(), Probability: share})}
 		if v.Persistent > 0 {
-			b.AffinitySeconds, b.AffinityKey = v.Persistent, "ipvs "+v.Key()
+			way.AffinitySeconds, way.AffinityKey = v.Persistent, "ipvs "+v.Key()
 		}
 		if note := schedulerNote(v); note != "" {
-			b.Notes = append(b.Notes, note)
+			way.Notes = append(way.Notes, note)
 		}
 		if r.Forward != "Masq" {
-			b.Notes = append(b.Notes, fmt.Sprintf("%s forwarding: the packet reaches %s with its destination unchanged (kube-proxy uses Masq)", r.Forward, r.Addr))
+			way.Notes = append(way.Notes, fmt.Sprintf("%s forwarding: the packet reaches %s with its destination unchanged (kube-proxy uses Masq)", r.Forward, r.Addr))
 		}
-		out = append(out, b)
+		out = append(out, way)
 	}
 	return out
 }

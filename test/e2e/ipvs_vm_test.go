@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,134 @@ metadata: {name: empty, namespace: default}
 spec:
   clusterIP: 10.96.50.13
   ports: [{name: http, port: 80, targetPort: 8080}]
+---
+# externalTrafficPolicy Local with an endpoint on the VM node and one
+# elsewhere: external traffic goes to the local one, unmasqueraded.
+apiVersion: v1
+kind: Service
+metadata: {name: local-np, namespace: default}
+spec:
+  type: NodePort
+  clusterIP: 10.96.50.14
+  externalTrafficPolicy: Local
+  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30081}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: local-np-1, namespace: default, labels: {kubernetes.io/service-name: local-np}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.200.5], nodeName: vm1, conditions: {ready: true}}
+- {addresses: [10.244.1.40], nodeName: node1, conditions: {ready: true}}
+---
+# externalTrafficPolicy Local with no endpoint on the VM node: ipvs mode
+# falls back to the cluster's endpoints.
+apiVersion: v1
+kind: Service
+metadata: {name: local-none, namespace: default}
+spec:
+  type: NodePort
+  clusterIP: 10.96.50.15
+  externalTrafficPolicy: Local
+  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30083}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: local-none-1, namespace: default, labels: {kubernetes.io/service-name: local-none}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.41], nodeName: node1, conditions: {ready: true}}
+---
+# internalTrafficPolicy Local with no endpoint on the VM node: a virtual
+# server without real servers.
+apiVersion: v1
+kind: Service
+metadata: {name: itp-local, namespace: default}
+spec:
+  clusterIP: 10.96.50.16
+  internalTrafficPolicy: Local
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: itp-local-1, namespace: default, labels: {kubernetes.io/service-name: itp-local}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.42], nodeName: node1, conditions: {ready: true}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: default}
+spec:
+  clusterIP: 10.96.50.17
+  externalIPs: [198.51.100.7]
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ext-1, namespace: default, labels: {kubernetes.io/service-name: ext}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.43], conditions: {ready: true}}
+---
+# A load balancer with source ranges: a client outside them is dropped.
+apiVersion: v1
+kind: Service
+metadata: {name: lb, namespace: default}
+spec:
+  type: LoadBalancer
+  clusterIP: 10.96.50.18
+  loadBalancerSourceRanges: [203.0.113.0/24]
+  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30084}]
+status:
+  loadBalancer:
+    ingress: [{ip: 198.51.100.50, ipMode: VIP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: lb-1, namespace: default, labels: {kubernetes.io/service-name: lb}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.44], conditions: {ready: true}}
+- {addresses: [10.244.2.45], conditions: {ready: true}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: dns, namespace: default}
+spec:
+  clusterIP: 10.96.50.19
+  ports: [{name: dns, port: 53, targetPort: 5353, protocol: UDP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: dns-1, namespace: default, labels: {kubernetes.io/service-name: dns}}
+addressType: IPv4
+ports: [{name: dns, port: 5353, protocol: UDP}]
+endpoints:
+- {addresses: [10.244.1.46], conditions: {ready: true}}
+- {addresses: [10.244.2.47], conditions: {ready: true}}
+---
+# An endpoint on the node's own address (host network, as the API
+# server's on a control-plane node).
+apiVersion: v1
+kind: Service
+metadata: {name: hostnet, namespace: default}
+spec:
+  clusterIP: 10.96.50.20
+  ports: [{name: http, port: 90, targetPort: 9090}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: hostnet-1, namespace: default, labels: {kubernetes.io/service-name: hostnet}}
+addressType: IPv4
+ports: [{name: http, port: 9090, protocol: TCP}]
+endpoints:
+- {addresses: [10.0.2.15], nodeName: vm1, conditions: {ready: true}}
 `
 
 // TestIPVSVM runs kube-proxy in ipvs mode on a VM node (the host's kernel
@@ -151,7 +280,7 @@ func TestIPVSVM(t *testing.T) {
 	}
 	got := explain(table, "default/web")
 	for _, want := range []string{"Service default/web on node vm1 (ipvs mode)", "ClusterIP 10.96.50.10:80/TCP  default/web:http",
-		"1/3   10.244.1.10:8080", "1/3   10.244.1.11:8080", "1/3   10.244.2.12:8080", "drift in ipvs mode is not checked yet"} {
+		"1/3   10.244.1.10:8080", "1/3   10.244.1.11:8080", "1/3   10.244.2.12:8080", "drift in ipvs mode is not checked"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("explain default/web lacks %q:\n%s", want, got)
 		}
@@ -173,7 +302,7 @@ func TestIPVSVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Service default/np on node vm1 (ipvs mode)", "NodePort 30080/TCP  default/np:http", "ipvs TCP 10.0.2.15:30080 rr", "1/2   10.244.1.30:8080", "1/2   10.244.2.31:8080"} {
+	for _, want := range []string{"Service default/np on node vm1 (ipvs mode)", "NodePort 10.0.2.15:30080/TCP  default/np:http", "ipvs TCP 10.0.2.15:30080 rr", "1/2   10.244.1.30:8080", "1/2   10.244.2.31:8080"} {
 		if !strings.Contains(collected, want) {
 			t.Errorf("explain in the VM lacks %q:\n%s", want, collected)
 		}
@@ -185,6 +314,58 @@ func TestIPVSVM(t *testing.T) {
 	if norm(dumped) != norm(listed) {
 		t.Errorf("the table read over netlink is not what ipvsadm lists:\n--- netlink\n%s\n--- ipvsadm -Ln\n%s", dumped, listed)
 	}
+
+	// The node as kube-proxy left it has no drift, read live or from the
+	// snapshot collected there.
+	for _, cmd := range []string{
+		"kubectl-svctrace drift --local --node vm1 --kubeconfig " + lab.VMAdminKubeconfig,
+		"kubectl-svctrace drift --snapshot /tmp/vm1.yaml",
+	} {
+		out, err := vm.Run(ctx, cmd+" 2>&1; echo exit=$?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "exit=0") {
+			t.Errorf("%s on the healthy node:\n%s", cmd, out)
+		}
+	}
+	healthy, err := vm.Run(ctx, "cat /tmp/vm1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst := os.Getenv("SVCTRACE_IPVS_SNAPSHOT_OUT"); dst != "" {
+		if err := os.WriteFile(dst, []byte(healthy), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drift := func(name, snapshot string) (string, int) {
+		t.Helper()
+		f := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(f, []byte(snapshot), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(ctx, bin, "drift", "--snapshot", f, "-o", "json").CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	if out, code := drift("healthy", healthy); code != 0 {
+		t.Errorf("drift on the healthy snapshot exits %d:\n%s", code, out)
+	}
+	// One real server deleted from the dump: one MissingEndpoint for that
+	// Service, naming it.
+	var kept []string
+	for _, line := range strings.Split(healthy, "\n") {
+		if !strings.Contains(line, "-> 10.244.1.11:8080") {
+			kept = append(kept, line)
+		}
+	}
+	out, code := drift("one-real-server-less", strings.Join(kept, "\n"))
+	wantFindings(t, "a real server deleted from the dump", out, code, "MissingEndpoint", "default/web:http", "10.244.1.11:8080")
 
 	// With kube-proxy stopped, a real server deleted by hand stays gone,
 	// and svctrace sees two backends left.
@@ -200,6 +381,38 @@ func TestIPVSVM(t *testing.T) {
 	got = explain(table, "default/web")
 	if !strings.Contains(got, "1/2   10.244.1.10:8080") || !strings.Contains(got, "1/2   10.244.2.12:8080") || strings.Contains(got, "10.244.1.11:8080") {
 		t.Errorf("after the real server was deleted:\n%s", got)
+	}
+	// The Service's address removed from kube-ipvs0: one
+	// MissingVIPAddress, and nothing else.
+	if _, err := vm.Run(ctx, "ipvsadm -a -t 10.96.50.10:80 -r 10.244.1.11:8080 -m -w 1 && ip addr del 10.96.50.11/32 dev kube-ipvs0"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := vm.Run(ctx, "kubectl-svctrace collect --local --node vm1 --kubeconfig "+lab.VMAdminKubeconfig+" -f /tmp/novip.yaml >/dev/null 2>&1; cat /tmp/novip.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code = drift("no-vip", snap)
+	wantFindings(t, "a virtual address removed from kube-ipvs0", out, code, "MissingVIPAddress", "default/sticky:http", "10.96.50.11")
+}
+
+// wantFindings checks that drift found exactly one finding, of type typ,
+// for the Service port spn, saying about.
+func wantFindings(t *testing.T, what, out string, code int, typ, spn, about string) {
+	t.Helper()
+	var rep struct {
+		Findings []struct {
+			Type, Service, Endpoint, Message string
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%s: drift -o json: %v\n%s", what, err, out)
+	}
+	if code != 1 || len(rep.Findings) != 1 {
+		t.Fatalf("%s: drift exits %d with %d findings, want 1 and one %s:\n%s", what, code, len(rep.Findings), typ, out)
+	}
+	f := rep.Findings[0]
+	if f.Type != typ || f.Service != spn || !strings.Contains(f.Endpoint+" "+f.Message, about) {
+		t.Errorf("%s: finding %+v, want a %s for %s about %s", what, f, typ, spn, about)
 	}
 }
 

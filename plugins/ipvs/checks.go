@@ -1,0 +1,71 @@
+package ipvs
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/svctrace/svctrace/behavior"
+)
+
+// vipChecks hold the virtual servers against the addresses bound on the
+// node. IPVS takes a packet only at local input: a virtual server whose
+// address is neither the node's nor on kube-ipvs0 never sees one (the
+// packet is routed away), which is MissingVIPAddress for each of its
+// frontends; an address on kube-ipvs0 that no virtual server has makes
+// the node answer for an address nothing serves (ExtraVIPAddress).
+func vipChecks(p *Plane, node string) []behavior.Finding {
+	byAddr := map[netip.Addr][]string{}
+	var order []netip.Addr
+	for _, f := range p.Frontends() {
+		a, err := netip.ParseAddr(f.Key.IP)
+		if err != nil || p.nodeAddrs[a] || p.isVIP(a) {
+			continue
+		}
+		if _, ok := byAddr[a]; !ok {
+			order = append(order, a)
+		}
+		byAddr[a] = append(byAddr[a], f.Key.String())
+	}
+	var out []behavior.Finding
+	for _, a := range order {
+		keys := byAddr[a]
+		out = append(out, behavior.Finding{
+			Type: behavior.MissingVIPAddress, Node: node, Frontends: keys,
+			Expected: fmt.Sprintf("%s bound on %s", a, Dummy),
+			Observed: fmt.Sprintf("%s bound on no interface of the node", a),
+			Rules:    virtualsAt(p, a),
+			Message: fmt.Sprintf("IPVS has virtual servers at %s, but the address is not on %s (nor on any other interface): packets to it are not delivered locally, so IPVS never sees them and they are routed away (%s)",
+				a, Dummy, strings.Join(keys, ", ")),
+		})
+	}
+	served := map[netip.Addr]bool{}
+	for _, v := range p.table.Virtuals {
+		served[v.Addr.Addr()] = true
+	}
+	for _, v := range p.vips {
+		if served[v.Addr()] {
+			continue
+		}
+		out = append(out, behavior.Finding{
+			Type: behavior.ExtraVIPAddress, Node: node,
+			Expected: fmt.Sprintf("%s not on %s", v.Addr(), Dummy),
+			Observed: fmt.Sprintf("%s on %s, with no virtual server", v, Dummy),
+			Message: fmt.Sprintf("%s is bound on %s but no IPVS virtual server has it: the node accepts packets to that address itself, and kube-proxy removes such an address when it syncs (a leftover of a deleted Service, or of a sync that did not finish)",
+				v.Addr(), Dummy),
+		})
+	}
+	return out
+}
+
+// virtualsAt are the virtual servers at an address, as ipvsadm lists them.
+func virtualsAt(p *Plane, a netip.Addr) []string {
+	var out []string
+	for _, v := range p.table.Virtuals {
+		if v.Protocol != "" && v.Addr.Addr() == a {
+			out = append(out, "ipvs "+v.String())
+		}
+	}
+	return slices.Compact(out)
+}
