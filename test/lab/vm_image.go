@@ -24,6 +24,9 @@ var vmModules = []string{
 	"xt_addrtype", "xt_MASQUERADE", "xt_set", "xt_statistic", "xt_multiport", "xt_ipvs", "xt_nat",
 	"xt_recent", "ipt_REJECT", "ip6t_REJECT", "ip_set", "ip_set_hash_ip", "ip_set_hash_ipport",
 	"ip_set_hash_ipportip", "ip_set_hash_ipportnet", "ip_set_bitmap_port", "ip_set_hash_net",
+	// ipvs mode matches physdev on externalIPs: without it, its whole
+	// iptables-restore fails.
+	"xt_physdev", "br_netfilter",
 }
 
 // vmTools are the host's binaries the VM runs (kube-proxy execs
