@@ -2,6 +2,8 @@ package iptables
 
 import (
 	"net/netip"
+	"strconv"
+	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
 )
@@ -85,13 +87,12 @@ func (w *Walker) localIn(s *state, rest []dataplane.Hook, out *[]dataplane.Branc
 		for _, h := range o.Hops {
 			st.addHop(h)
 		}
-		if len(o.Notes) > 0 || o.AffinityKey != "" {
-			rare := st.setRare()
-			for _, n := range o.Notes {
-				rare.notes.Add("%s", n)
-			}
-			rare.affinity, rare.affinityKey = o.AffinitySeconds, o.AffinityKey
+		rare := st.setRare()
+		for _, n := range o.Notes {
+			rare.notes.Add("%s", n)
 		}
+		rare.affinity, rare.affinityKey = o.AffinitySeconds, o.AffinityKey
+		rare.virtual = netip.AddrPortFrom(st.pkt.Dst, st.pkt.DstPort)
 		if o.Verdict != "" {
 			st.verdict, st.reason = string(o.Verdict), o.Reason
 			*out = append(*out, st.finish())
@@ -153,4 +154,63 @@ func splitDirs(s string) []string {
 		}
 	}
 	return out
+}
+
+// ipvs evaluates -m ipvs: whether the packet belongs to an IPVS connection
+// (one local input handed over), and that connection's virtual address,
+// port and protocol.
+func (w *Walker) ipvs(s *state, r *Rule, m *Match) matchResult {
+	var virtual netip.AddrPort
+	if s.rare != nil {
+		virtual = s.rare.virtual
+	}
+	owned := s.onward && virtual.IsValid()
+	for _, o := range m.Options {
+		ok := owned
+		switch {
+		case o.Name == "ipvs":
+		case !owned:
+			return noMatch
+		case o.Name == "vaddr" && len(o.Args) > 0:
+			ok = addrArgMatches(o.Args[0], virtual.Addr())
+		case o.Name == "vport" && len(o.Args) > 0:
+			ok = o.Args[0] == strconv.Itoa(int(virtual.Port()))
+		case o.Name == "vproto" && len(o.Args) > 0:
+			ok = strings.EqualFold(o.Args[0], s.pkt.Protocol) || o.Args[0] == protoNumber(s.pkt.Protocol)
+		case o.Name == "vdir" && len(o.Args) > 0:
+			ok = strings.EqualFold(o.Args[0], "ORIGINAL") // a first packet
+		case o.Name == "vmethod" && len(o.Args) > 0:
+			ok = strings.EqualFold(o.Args[0], "MASQ") // kube-proxy's forwarding
+		default:
+			s.note("%s: ipvs option --%s not evaluated; assumed to match", r.Ref(), o.Name)
+			continue
+		}
+		if ok == o.Negate {
+			return noMatch
+		}
+	}
+	return hasMatch
+}
+
+// addrArgMatches tells whether a is the address, or in the prefix, arg
+// names.
+func addrArgMatches(arg string, a netip.Addr) bool {
+	if p, err := netip.ParsePrefix(arg); err == nil {
+		return p.Contains(a)
+	}
+	b, err := netip.ParseAddr(arg)
+	return err == nil && b == a
+}
+
+// protoNumber is a protocol's number as iptables may print it.
+func protoNumber(proto string) string {
+	switch proto {
+	case "tcp":
+		return "6"
+	case "udp":
+		return "17"
+	case "sctp":
+		return "132"
+	}
+	return ""
 }

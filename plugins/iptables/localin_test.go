@@ -182,3 +182,35 @@ COMMIT
 		t.Errorf("source not in ALLOWED: %s", v)
 	}
 }
+
+// TestIPVSMatch: -m ipvs matches a packet IPVS sent on, by its virtual
+// address, port and protocol, and never one IPVS did not handle.
+func TestIPVSMatch(t *testing.T) {
+	rs, err := ParseString("ipvs-match", `*filter
+:INPUT ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+-A OUTPUT -m ipvs --vaddr 10.96.0.20/32 --vport 80 --vproto tcp -j DROP
+COMMIT
+`, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{LocalAddrs: []netip.Addr{netip.MustParseAddr("10.96.0.10"), netip.MustParseAddr("10.96.0.20")}}
+	w := NewWalkerWith(rs, env, Extensions{LocalIn: func(p Packet, _ dataplane.WalkOptions) []Onward {
+		if p.DstPort != 80 {
+			return nil
+		}
+		return []Onward{{Probability: 1, To: netip.MustParseAddrPort("10.244.1.9:8080")}}
+	}})
+	for dst, want := range map[string]dataplane.Verdict{"10.96.0.20:80": dataplane.Drop, "10.96.0.10:80": dataplane.Accept, "10.244.1.9:8080": dataplane.Accept} {
+		ap := netip.MustParseAddrPort(dst)
+		entry := dataplane.Prerouting
+		if !env.IsLocal(ap.Addr()) {
+			entry = dataplane.Output // the node itself, straight to the backend
+		}
+		b := w.Walk(Packet{Src: netip.MustParseAddr("10.244.2.3"), Dst: ap.Addr(), DstPort: ap.Port(), SrcPort: 40000, Protocol: "tcp", Entry: entry})
+		if len(b) != 1 || b[0].Verdict != want {
+			t.Errorf("to %s: %+v, want %s", dst, b, want)
+		}
+	}
+}

@@ -124,6 +124,8 @@ func (w *Walker) module(s *state, r *Rule, m *Match) matchResult {
 		return w.recent(s, m)
 	case "set":
 		return w.set(s, r, m)
+	case "ipvs":
+		return w.ipvs(s, r, m)
 	case "addrtype":
 		for _, o := range m.Options {
 			var a netip.Addr

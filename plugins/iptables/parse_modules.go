@@ -14,7 +14,7 @@ func knownMatchModule(m string) (string, bool) {
 		"mark", "connmark", "nfacct", "tcp", "udp", "sctp", "multiport",
 		"physdev", "set", "icmp", "icmp6", "limit", "mac", "owner", "pkttype",
 		"iprange", "length", "ttl", "hl", "socket", "string", "rpfilter",
-		"dscp", "connlimit", "helper", "cgroup", "udplite":
+		"dscp", "connlimit", "helper", "cgroup", "udplite", "ipvs":
 		return m, true
 	}
 	return m, false
@@ -51,6 +51,13 @@ func knownMatchOption(module, opt string) (name string, nargs int, ok bool) {
 		}
 	case "state":
 		return optArg1(opt, opt == "state")
+	case "ipvs":
+		switch opt {
+		case "ipvs":
+			return opt, 0, true
+		case "vproto", "vaddr", "vport", "vdir", "vmethod", "vportctl":
+			return opt, 1, true
+		}
 	case "mark", "connmark":
 		return optArg1(opt, opt == "mark")
 	case "nfacct":

@@ -59,6 +59,9 @@ type rareState struct {
 	// persistence) on the way it chose.
 	affinity    int32
 	affinityKey string
+	// virtual is the address the packet had when local input handed it
+	// over (an IPVS virtual server's), for -m ipvs.
+	virtual netip.AddrPort
 }
 
 // setRare is the branch's own copy of its rare state, to change.
@@ -455,10 +458,10 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 	case "ACCEPT":
 		return s.one(flowStop)
 	case "DROP":
-		s.verdict, s.reason = string(dataplane.Drop), r.Comment()
+		s.verdict, s.reason = string(dataplane.Drop), verdictReason(table, c, r)
 		return s.one(flowVerdict)
 	case "REJECT":
-		s.verdict, s.reason = string(dataplane.Reject), r.Comment()
+		s.verdict, s.reason = string(dataplane.Reject), verdictReason(table, c, r)
 		return s.one(flowVerdict)
 	case "RETURN":
 		return s.one(flowReturn)
@@ -522,6 +525,16 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		}
 	}
 	return res
+}
+
+// verdictReason is why a rule drops or rejects: kube-proxy's comment on
+// it, else the chain it is in (ipvs mode's source-range firewall has no
+// comment on its DROP).
+func verdictReason(table string, c *Chain, r *Rule) string {
+	if reason := r.Comment(); reason != "" {
+		return reason
+	}
+	return "a rule of " + table + "/" + c.Name
 }
 
 func (w *Walker) dnat(s *state, r *Rule) {
