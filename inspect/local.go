@@ -60,6 +60,9 @@ type Rules struct {
 type dumpCommand struct {
 	collector, family, backend, what string
 	argv                             []string
+	// optional: the tool failing is a note, not an error (ipset fails
+	// where the kernel has no ipset support, on nodes that need none).
+	optional bool
 }
 
 // dumpCommands are the tools that dump a node's rules: iptables per family
@@ -68,14 +71,14 @@ type dumpCommand struct {
 // ipvsadm.
 func dumpCommands() []dumpCommand {
 	return []dumpCommand{
-		{snapshot.CollectorIPTablesSave, "IPv4", "nf_tables", "the IPv4 nf_tables backend", []string{"iptables-nft-save"}},
-		{snapshot.CollectorIPTablesSave, "IPv4", "legacy", "the IPv4 legacy backend", []string{"iptables-legacy-save"}},
-		{snapshot.CollectorIP6TablesSave, "IPv6", "nf_tables", "the IPv6 nf_tables backend", []string{"ip6tables-nft-save"}},
-		{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "the IPv6 legacy backend", []string{"ip6tables-legacy-save"}},
-		{snapshot.CollectorNFTJSON, "", "", "the nftables ruleset", []string{"nft", "-j", "list", "ruleset"}},
-		{snapshot.CollectorIPVS, "", "", "the IPVS table", []string{"ipvsadm", "-Ln"}},
-		{snapshot.CollectorIPSet, "", "", "the ipsets", []string{"ipset", "save"}},
-		{snapshot.CollectorKubeIPVS0, "", "", "the addresses on kube-ipvs0", []string{"ip", "addr", "show", "dev", "kube-ipvs0"}},
+		{snapshot.CollectorIPTablesSave, "IPv4", "nf_tables", "the IPv4 nf_tables backend", []string{"iptables-nft-save"}, false},
+		{snapshot.CollectorIPTablesSave, "IPv4", "legacy", "the IPv4 legacy backend", []string{"iptables-legacy-save"}, false},
+		{snapshot.CollectorIP6TablesSave, "IPv6", "nf_tables", "the IPv6 nf_tables backend", []string{"ip6tables-nft-save"}, false},
+		{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "the IPv6 legacy backend", []string{"ip6tables-legacy-save"}, false},
+		{snapshot.CollectorNFTJSON, "", "", "the nftables ruleset", []string{"nft", "-j", "list", "ruleset"}, false},
+		{snapshot.CollectorIPVS, "", "", "the IPVS table", []string{"ipvsadm", "-Ln"}, false},
+		{snapshot.CollectorIPSet, "", "", "the ipsets", []string{"ipset", "save"}, true},
+		{snapshot.CollectorKubeIPVS0, "", "", "the addresses on kube-ipvs0", []string{"ip", "addr", "show", "dev", "kube-ipvs0"}, false},
 	}
 }
 
@@ -155,6 +158,9 @@ func runDump(ctx context.Context, c dumpCommand) dumpResult {
 	if err := cmd.Run(); err != nil {
 		if c.backend == "legacy" && strings.Contains(errb.String(), "Protocol not supported") {
 			return dumpResult{installed: true, note: fmt.Sprintf("%s: the legacy backend is not available in this kernel", bin)}
+		}
+		if c.optional {
+			return dumpResult{installed: true, note: fmt.Sprintf("%s failed (%v: %s): %s was not read", origin, err, strings.TrimSpace(errb.String()), c.what)}
 		}
 		return dumpResult{installed: true, err: fmt.Errorf("running %s: %v: %s", origin, err, strings.TrimSpace(errb.String()))}
 	}

@@ -25,8 +25,8 @@ const KernelSource = "IPVS (netlink)"
 
 // ReadKernel reads ipvs mode's state of the calling thread's network
 // namespace: the IPVS table over generic netlink, for ipvsadm -Ln, printed
-// as ipvsadm does (connection counts included); the ipsets, for ipset
-// save; the addresses on kube-ipvs0, for ip addr show. A kernel without IPVS
+// as ipvsadm does (connection counts included); the addresses on
+// kube-ipvs0, for ip addr show. The ipsets are ipset save's to read. A kernel without IPVS
 // loaded has no table (dataplane.ErrNotInKernel), which is no error on a
 // node whose kube-proxy runs in another mode. Nothing is loaded or changed:
 // github.com/moby/ipvs, the usual library, runs modprobe ip_vs when it
@@ -35,8 +35,6 @@ func (Loader) ReadKernel(collector, _ string) (snapshot.Dump, error) {
 	switch collector {
 	case snapshot.CollectorIPVS:
 		return readIPVS()
-	case snapshot.CollectorIPSet:
-		return readIPSets()
 	case snapshot.CollectorKubeIPVS0:
 		return readDummy()
 	}
@@ -298,8 +296,8 @@ func addrOf(af uint16, b []byte) (netip.Addr, error) {
 }
 
 // Listing prints the table as ipvsadm -Ln does, sorted as it sorts:
-// virtual servers by firewall mark, protocol, address and port; each
-// one's real servers by address and port.
+// virtual servers by firewall mark, address family, protocol, address and
+// port; each one's real servers by address and port.
 func (t *Table) Listing() string {
 	vs := append([]*Virtual(nil), t.Virtuals...)
 	protoRank := map[string]int{"TCP": 6, "UDP": 17, "SCTP": 132}
@@ -308,10 +306,13 @@ func (t *Table) Listing() string {
 		if a.FWMark != b.FWMark {
 			return a.FWMark < b.FWMark
 		}
+		if a4, b4 := a.Addr.Addr().Is4(), b.Addr.Addr().Is4(); a4 != b4 {
+			return a4 // by address family, IPv4's number being the lower
+		}
 		if a.Protocol != b.Protocol {
 			return protoRank[a.Protocol] < protoRank[b.Protocol]
 		}
-		return a.Addr.Compare(b.Addr) < 0
+		return ipvsadmLess(a.Addr, b.Addr)
 	})
 	var b strings.Builder
 	b.WriteString("IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n")
@@ -320,10 +321,28 @@ func (t *Table) Listing() string {
 		line := key + " " + strings.TrimPrefix(v.String(), v.Key()+" ")
 		b.WriteString(line + "\n")
 		reals := append([]Real(nil), v.Reals...)
-		sort.SliceStable(reals, func(i, j int) bool { return reals[i].Addr.Compare(reals[j].Addr) < 0 })
+		sort.SliceStable(reals, func(i, j int) bool { return ipvsadmLess(reals[i].Addr, reals[j].Addr) })
 		for _, r := range reals {
 			fmt.Fprintf(&b, "  -> %-28s %-7s %-6d %-10d %d\n", r.Addr, r.Forward, r.Weight, r.ActiveConn, r.InActConn)
 		}
 	}
 	return b.String()
+}
+
+// ipvsadmLess orders addresses as ipvsadm's comparison does: it subtracts
+// them word by word as 32-bit numbers and takes the sign of the result, so
+// addresses more than half the space apart compare the wrong way round
+// (198.51.100.7 before 10.0.2.15), and ipvsadm lists them so.
+func ipvsadmLess(a, b netip.AddrPort) bool {
+	wa, wb := a.Addr().As16(), b.Addr().As16()
+	start := 0
+	if a.Addr().Is4() && b.Addr().Is4() {
+		start = 12
+	}
+	for i := start; i < 16; i += 4 {
+		if d := int32(binary.BigEndian.Uint32(wa[i:]) - binary.BigEndian.Uint32(wb[i:])); d != 0 {
+			return d < 0
+		}
+	}
+	return a.Port() < b.Port()
 }

@@ -1,7 +1,6 @@
 package ipvs
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -21,8 +20,7 @@ func readDummy() (snapshot.Dump, error) {
 	failed := snapshot.Dump{Collector: snapshot.CollectorKubeIPVS0}
 	ifc, err := net.InterfaceByName(Dummy)
 	if err != nil {
-		var nerr *net.OpError
-		if errors.As(err, &nerr) || strings.Contains(err.Error(), "no such network interface") {
+		if strings.Contains(err.Error(), "no such network interface") {
 			return failed, fmt.Errorf("no interface %s: %w", Dummy, dataplane.ErrNotInKernel)
 		}
 		return failed, fmt.Errorf("looking up %s: %w", Dummy, err)

@@ -146,7 +146,8 @@ func TestParseErrors(t *testing.T) {
 }
 
 // TestListingReads: the table printed as ipvsadm -Ln reads back the same,
-// sorted as ipvsadm sorts.
+// sorted as ipvsadm sorts (IPv4 before IPv6 whatever the protocol: libipvs
+// compares the family before the protocol).
 func TestListingReads(t *testing.T) {
 	tb, err := Parse(listing)
 	if err != nil {
@@ -160,7 +161,7 @@ func TestListingReads(t *testing.T) {
 	for _, v := range back.Virtuals {
 		keys = append(keys, v.Key())
 	}
-	if want := "TCP 10.96.0.10:80,TCP [fd00:10:96::a]:443,UDP 10.96.0.10:53,FWM 7"; strings.Join(keys, ",") != want {
+	if want := "TCP 10.96.0.10:80,UDP 10.96.0.10:53,TCP [fd00:10:96::a]:443,FWM 7"; strings.Join(keys, ",") != want {
 		t.Errorf("order %q, want %q", strings.Join(keys, ","), want)
 	}
 	for _, v := range back.Virtuals {
@@ -168,5 +169,30 @@ func TestListingReads(t *testing.T) {
 		if orig == nil || orig.String() != v.String() || len(orig.Reals) != len(v.Reals) {
 			t.Errorf("%s read back as %s", orig, v)
 		}
+	}
+}
+
+// TestListingOrder: virtual servers are listed in ipvsadm's order, whose
+// comparison wraps around: a real ipvsadm -Ln on the VM node listed
+// 198.51.100.7 and 198.51.100.50 before 10.0.2.15, and UDP after TCP.
+func TestListingOrder(t *testing.T) {
+	tb, err := Parse(`UDP  10.96.50.19:53 rr
+TCP  10.96.50.10:80 rr
+TCP  10.0.2.15:30080 rr
+TCP  198.51.100.50:80 rr
+TCP  198.51.100.7:80 rr
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(tb.Listing(), "\n")[3:] {
+		if l != "" {
+			got = append(got, strings.Join(strings.Fields(l)[:2], " "))
+		}
+	}
+	want := []string{"TCP 198.51.100.7:80", "TCP 198.51.100.50:80", "TCP 10.0.2.15:30080", "TCP 10.96.50.10:80", "UDP 10.96.50.19:53"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("listed %q, want %q", got, want)
 	}
 }
