@@ -37,7 +37,7 @@ func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref analysis.Service
 				r.Skipped = why
 			}
 		}
-		r.Causes = model.Diagnose(c, svc, a.View)
+		r.Causes = model.Diagnose(c, svc, a.View, a.Config.Mode)
 	}
 	spns := candidateSPNs(ref, a)
 	for _, f := range a.Observed.Frontends {
