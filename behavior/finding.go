@@ -31,13 +31,18 @@ const (
 	MissingVIPAddress = "MissingVIPAddress"
 	// ExtraVIPAddress: an address on kube-ipvs0 that no virtual server has.
 	ExtraVIPAddress = "ExtraVIPAddress"
+	// MissingSetMember: one of kube-proxy's ipsets (ipvs mode) lacks a
+	// member a virtual server or kube-ipvs0 needs; StaleSetMember: it
+	// holds one that nothing needs.
+	MissingSetMember = "MissingSetMember"
+	StaleSetMember   = "StaleSetMember"
 )
 
 // FindingTypes are the finding types above, for those that list them
 // all (the exporter, which shows each with its count, zero included).
 var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
 	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
-	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress}
+	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember}
 
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.

@@ -28,8 +28,9 @@ FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch,
 NoEndpointsRuleMismatch), plus text-level checks: OrphanChain, LeftoverRules
 (userspace proxier, another proxy mode), BackendSplitBrain (KUBE chains in
 both iptables-legacy and iptables-nft), and in ipvs mode MissingVIPAddress
-and ExtraVIPAddress (kube-ipvs0). The comparison is on behaviour, never on
-rule text, so another kube-proxy release's layout raises nothing.
+and ExtraVIPAddress (kube-ipvs0), MissingSetMember and StaleSetMember
+(kube-proxy's ipsets). The comparison is on behaviour, never on rule text,
+so another kube-proxy release's layout raises nothing.
 
 Without --snapshot or --local, the nodes are read from a workstation through
 the svctrace agent on each (deploy/agent.yaml), by exec through the API

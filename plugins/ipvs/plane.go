@@ -114,12 +114,13 @@ func (p *Plane) Frontends() []behavior.Frontend {
 // Checks are the mode's own troubles that need no API objects: a virtual
 // server whose address is bound nowhere on the node (IPVS never sees its
 // packets), an address on kube-ipvs0 no virtual server serves, and
-// kube-ipvs0 and the KUBE-IPVS-IPS set disagreeing.
+// kube-proxy's ipsets lacking a virtual server's member or holding one
+// of none.
 func (p *Plane) Checks(node, mode string) []behavior.Finding {
 	if !p.vipsKnown {
 		return nil
 	}
-	return vipChecks(p, node)
+	return append(vipChecks(p, node), setChecks(p, node)...)
 }
 
 // Leftovers reports virtual servers while kube-proxy runs in another

@@ -387,12 +387,55 @@ func TestIPVSVM(t *testing.T) {
 	if _, err := vm.Run(ctx, "ipvsadm -a -t 10.96.50.10:80 -r 10.244.1.11:8080 -m -w 1 && ip addr del 10.96.50.11/32 dev kube-ipvs0"); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := vm.Run(ctx, "kubectl-svctrace collect --local --node vm1 --kubeconfig "+lab.VMAdminKubeconfig+" -f /tmp/novip.yaml >/dev/null 2>&1; cat /tmp/novip.yaml")
-	if err != nil {
-		t.Fatal(err)
+	collect := func() string {
+		t.Helper()
+		snap, err := vm.Run(ctx, "kubectl-svctrace collect --local --node vm1 --kubeconfig "+lab.VMAdminKubeconfig+" -f /tmp/now.yaml >/dev/null 2>&1; cat /tmp/now.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
 	}
-	out, code = drift("no-vip", snap)
+	out, code = drift("no-vip", collect())
 	wantFindings(t, "a virtual address removed from kube-ipvs0", out, code, "MissingVIPAddress", "default/sticky:http", "10.96.50.11")
+
+	// Each change below, made with kube-proxy stopped, gives exactly its
+	// finding, and is undone before the next.
+	for _, c := range []struct {
+		what, change, undo string
+		api                bool
+		typ, spn, about    string
+	}{
+		{what: "an ipset member deleted", change: "ip addr add 10.96.50.11/32 dev kube-ipvs0 && ipset del KUBE-CLUSTER-IP 10.96.50.17,tcp:80",
+			undo: "ipset add KUBE-CLUSTER-IP 10.96.50.17,tcp:80", typ: "MissingSetMember", spn: "default/ext:http", about: "10.96.50.17,tcp:80"},
+		{what: "a stale ipset member", change: "ipset add KUBE-NODE-PORT-TCP 31999",
+			undo: "ipset del KUBE-NODE-PORT-TCP 31999", typ: "StaleSetMember", about: "31999"},
+		{what: "an address left on kube-ipvs0", change: "ip addr add 10.96.50.99/32 dev kube-ipvs0",
+			undo: "ip addr del 10.96.50.99/32 dev kube-ipvs0", typ: "ExtraVIPAddress", about: "10.96.50.99"},
+		{what: "a Service deleted through the API", api: true, change: "delete service sticky", undo: "apply",
+			typ: "StaleFrontend", about: "10.96.50.11:80"},
+		{what: "a Service added through the API", api: true,
+			change: "create service clusterip added --tcp=80:8080 --clusterip=10.96.50.21",
+			typ:    "MissingFrontend", spn: "default/added:80-8080", about: "10.96.50.21:80"},
+	} {
+		var err error
+		if c.api {
+			_, err = l.Kubectl(ctx, strings.Fields(c.change)...)
+		} else {
+			_, err = vm.Run(ctx, c.change)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		out, code := drift(strings.ReplaceAll(c.what, " ", "-"), collect())
+		wantFindings(t, c.what, out, code, c.typ, c.spn, c.about)
+		if c.api && c.undo != "" {
+			l.Apply(t, ipvsServices)
+		} else if c.undo != "" {
+			if _, err := vm.Run(ctx, c.undo); err != nil {
+				t.Fatalf("undoing %s: %v", c.what, err)
+			}
+		}
+	}
 }
 
 // wantFindings checks that drift found exactly one finding, of type typ,
@@ -402,6 +445,7 @@ func wantFindings(t *testing.T, what, out string, code int, typ, spn, about stri
 	var rep struct {
 		Findings []struct {
 			Type, Service, Endpoint, Message string
+			Frontends                        []string
 		} `json:"findings"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -411,7 +455,7 @@ func wantFindings(t *testing.T, what, out string, code int, typ, spn, about stri
 		t.Fatalf("%s: drift exits %d with %d findings, want 1 and one %s:\n%s", what, code, len(rep.Findings), typ, out)
 	}
 	f := rep.Findings[0]
-	if f.Type != typ || f.Service != spn || !strings.Contains(f.Endpoint+" "+f.Message, about) {
+	if f.Type != typ || f.Service != spn || !strings.Contains(f.Endpoint+" "+f.Message+" "+strings.Join(f.Frontends, " "), about) {
 		t.Errorf("%s: finding %+v, want a %s for %s about %s", what, f, typ, spn, about)
 	}
 }
