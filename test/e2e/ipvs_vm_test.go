@@ -3,9 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +203,35 @@ addressType: IPv4
 ports: [{name: http, port: 9090, protocol: TCP}]
 endpoints:
 - {addresses: [10.0.2.15], nodeName: vm1, conditions: {ready: true}}
+---
+# Real backends: pod namespaces in the VM (vmPods) answer on these.
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: default}
+spec:
+  type: NodePort
+  clusterIP: 10.96.50.30
+  externalTrafficPolicy: Local
+  ports:
+  - {name: tcp, port: 80, targetPort: 8080, nodePort: 30090, protocol: TCP}
+  - {name: udp, port: 53, targetPort: 5353, nodePort: 30091, protocol: UDP}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: echo-1, namespace: default, labels: {kubernetes.io/service-name: echo}}
+addressType: IPv4
+ports: [{name: tcp, port: 8080, protocol: TCP}, {name: udp, port: 5353, protocol: UDP}]
+endpoints:
+- {addresses: [10.244.200.11], nodeName: vm1, conditions: {ready: true}}
+- {addresses: [10.244.200.12], nodeName: vm1, conditions: {ready: true}}
+- {addresses: [10.244.200.13], nodeName: vm1, conditions: {ready: true}}
+- {addresses: [10.244.200.14], nodeName: vm1, conditions: {ready: false}}
 `
+
+// vmPods are the pod namespaces the traffic test makes in the VM, on a
+// bridge as a simple CNI would: backends answering with their name, and a
+// client.
+var vmPods = map[string]string{"10.244.200.11": "p11", "10.244.200.12": "p12", "10.244.200.13": "p13", "10.244.200.14": "p14", "10.244.200.20": "c20"}
 
 // TestIPVSVM runs kube-proxy in ipvs mode on a VM node (the host's kernel
 // has no IPVS) against the lab's API server, and reads what it programs:
@@ -225,7 +257,17 @@ func TestIPVSVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := l.StartVM(t, "vm1", lab.VMOptions{Files: map[string][]byte{"usr/local/bin/kubectl-svctrace": svctraceBin}})
+	labnet := filepath.Join(t.TempDir(), "labnet")
+	build = exec.CommandContext(ctx, "go", "build", "-o", labnet, "github.com/svctrace/svctrace/test/lab/cmd/labnet")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	labnetBin, err := os.ReadFile(labnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := l.StartVM(t, "vm1", lab.VMOptions{Files: map[string][]byte{"usr/local/bin/kubectl-svctrace": svctraceBin, "usr/local/bin/labnet": labnetBin}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,6 +371,8 @@ func TestIPVSVM(t *testing.T) {
 			t.Errorf("%s on the healthy node:\n%s", cmd, out)
 		}
 	}
+	vmTraffic(ctx, t, vm)
+
 	healthy, err := vm.Run(ctx, "cat /tmp/vm1.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -434,6 +478,62 @@ func TestIPVSVM(t *testing.T) {
 			if _, err := vm.Run(ctx, c.undo); err != nil {
 				t.Fatalf("undoing %s: %v", c.what, err)
 			}
+		}
+	}
+}
+
+// vmTraffic makes the VM's pod namespaces and sends real connections from
+// the client pod to the echo Service, over TCP and UDP, to its ClusterIP
+// and its NodePort (externalTrafficPolicy Local, all endpoints local):
+// they land only on the backends svctrace's trace predicts, and on each
+// of them; the endpoint that is not ready gets none.
+func vmTraffic(ctx context.Context, t *testing.T, vm *lab.VM) {
+	t.Helper()
+	setup := []string{"/usr/sbin/ip link add br0 type bridge", "/usr/sbin/ip addr add 10.244.200.1/24 dev br0", "/usr/sbin/ip link set br0 up"}
+	for ip, name := range vmPods {
+		setup = append(setup,
+			fmt.Sprintf("unshare -n sleep 100000 >/dev/null 2>&1 & echo $! >/run/%s.pid", name),
+			fmt.Sprintf("p=$(cat /run/%s.pid); /usr/sbin/ip link add h%s type veth peer name eth0 netns $p", name, name),
+			fmt.Sprintf("/usr/sbin/ip link set h%s master br0 up", name),
+			fmt.Sprintf("nsenter -t $(cat /run/%s.pid) -n sh -c '/usr/sbin/ip addr add %s/24 dev eth0 && /usr/sbin/ip link set eth0 up && /usr/sbin/ip link set lo up && /usr/sbin/ip route add default via 10.244.200.1'", name, ip))
+		if name != "c20" {
+			setup = append(setup, fmt.Sprintf("nsenter -t $(cat /run/%s.pid) -n labnet serve --name %s --tcp 8080 --udp 5353 --ready-file /run/%s.ready >/tmp/%s.log 2>&1 &", name, name, name, name))
+		}
+	}
+	for _, c := range setup {
+		if out, err := vm.Run(ctx, c); err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+	}
+	if _, err := vm.Run(ctx, "for f in p11 p12 p13 p14; do while [ ! -e /run/$f.ready ]; do sleep 0.1; done; done"); err != nil {
+		t.Fatal(err)
+	}
+	snap := "kubectl-svctrace collect --local --node vm1 --kubeconfig " + lab.VMAdminKubeconfig + " -f /tmp/traffic.yaml >/dev/null 2>&1"
+	if out, err := vm.Run(ctx, snap); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, c := range []struct{ proto, dst string }{
+		{"tcp", "10.96.50.30:80"}, {"udp", "10.96.50.30:53"}, {"tcp", "10.0.2.15:30090"}, {"udp", "10.0.2.15:30091"},
+	} {
+		trace, err := vm.Run(ctx, fmt.Sprintf("kubectl-svctrace trace --snapshot /tmp/traffic.yaml --src 10.244.200.20 --dst %s/%s", c.dst, c.proto))
+		if err != nil {
+			t.Fatal(err)
+		}
+		predicted := map[string]bool{}
+		for _, m := range regexp.MustCompile(`FORWARD -> (10\.244\.200\.\d+):\d+`).FindAllStringSubmatch(trace, -1) {
+			predicted[vmPods[m[1]]] = true
+		}
+		got, err := vm.Run(ctx, fmt.Sprintf("nsenter -t $(cat /run/c20.pid) -n labnet dial %s %s --count 24 --timeout 3s", c.proto, c.dst))
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", c.proto, c.dst, err, got)
+		}
+		reached := map[string]bool{}
+		for _, l := range strings.Fields(got) {
+			reached[l] = true
+		}
+		t.Logf("%s to %s from pod c20: reached %v", c.proto, c.dst, slices.Sorted(maps.Keys(reached)))
+		if len(predicted) != 3 || !maps.Equal(predicted, reached) {
+			t.Errorf("%s to %s reached %v, trace predicted %v:\n%s\n%s", c.proto, c.dst, slices.Sorted(maps.Keys(reached)), slices.Sorted(maps.Keys(predicted)), got, trace)
 		}
 	}
 }

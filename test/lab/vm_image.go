@@ -30,9 +30,10 @@ var vmModules = []string{
 }
 
 // vmTools are the host's binaries the VM runs (kube-proxy execs
-// iptables and ipset; ipvsadm shows the table), with the libraries they
-// load; iptables is the legacy backend, which needs no nft.
-var vmTools = []string{"/usr/sbin/xtables-legacy-multi", "/usr/sbin/ipset", "/usr/sbin/ipvsadm"}
+// iptables and ipset; ipvsadm shows the table; iproute2's ip makes pod
+// namespaces' veth pairs, which busybox's cannot), with the libraries
+// they load; iptables is the legacy backend, which needs no nft.
+var vmTools = []string{"/usr/sbin/xtables-legacy-multi", "/usr/sbin/ipset", "/usr/sbin/ipvsadm", "/bin/ip"}
 
 // vmKernel is Debian's kernel of the machine's release, unpacked: its
 // image, its release name, and the tree its modules are under.
@@ -116,6 +117,10 @@ func vmInitramfs(ctx context.Context, k vmKernel, initScript string, extra map[s
 			return nil, err
 		}
 	}
+	// iproute2's ip is /usr/sbin/ip: busybox's shell runs its own applet
+	// for a bare "ip" whatever the PATH says, so it is called by its path.
+	files["usr/sbin/ip"] = files["bin/ip"]
+	delete(files, "bin/ip")
 	exts, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/xtables/*.so")
 	for _, e := range exts {
 		if err := addHostFile(files, e, strings.TrimPrefix(e, "/")); err != nil {
