@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -93,6 +94,11 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 				tb.Service = d.Service
 			}
 		}
+		if tb.Service == "" && tb.Verdict == "forward" {
+			// The plane's rules name no Service (ipvs): the model's
+			// frontend at the packet's destination does.
+			tb.Service = frontendService(a, env, pkt)
+		}
 		tb.Pod = pods[b.DNAT]
 		r.Branches = append(r.Branches, tb)
 	}
@@ -101,4 +107,22 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 	}
 	r.Notes = append(r.Notes, a.Config.Inferred...)
 	return r, nil
+}
+
+// frontendService is the Service port whose frontend the packet is sent
+// to, by the model ("" without objects, or for no frontend).
+func frontendService(a *analysis.NodeAnalysis, env *dataplane.Env, pkt dataplane.Packet) string {
+	if a.Expected == nil {
+		return ""
+	}
+	for _, f := range a.Expected.Frontends {
+		k := f.Key
+		if int(k.Port) != int(pkt.DstPort) || !strings.EqualFold(k.Protocol, pkt.Protocol) {
+			continue
+		}
+		if k.IP == pkt.Dst.String() || k.Kind == behavior.NodePort && k.IP == "" && env.IsLocal(pkt.Dst) {
+			return f.Service
+		}
+	}
+	return ""
 }
