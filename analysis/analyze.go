@@ -152,7 +152,11 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		a.Flows = a.CorrelateConntrack(entries)
 		a.Findings = append(a.Findings, ConntrackFindings(node, a.Flows)...)
 	}
-	a.Findings, textFindings = causedBy(a.Findings, textFindings)
+	var causes []behavior.Finding
+	if c, ok := a.Plane.(dataplane.Causer); ok {
+		causes = c.Causes(node)
+	}
+	a.Findings, textFindings = causedBy(a.Findings, textFindings, causes)
 	a.Findings = foldOrphans(append(a.Findings, textFindings...))
 	a.Findings = behavior.Merge(a.Findings)
 	return a, nil

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -9,40 +10,57 @@ import (
 // causedBy puts a plane's own findings that name frontends in the place of
 // the behaviour differences of those frontends: such a finding is their
 // cause (an IPVS virtual address bound on no interface makes every path to
-// it differ), and an operator needs the cause, once. A finding it replaces
-// lends it its Service when the check could not name one. Frontends are
-// matched by address, port and protocol, since the plane may not tell an
-// external address from a cluster one.
-func causedBy(findings, checks []behavior.Finding) ([]behavior.Finding, []behavior.Finding) {
-	cause := map[string]int{}
-	for i, c := range checks {
-		for _, f := range c.Frontends {
-			cause[frontendAddr(f)] = i
+// it differ), and an operator needs the cause, once. causes are findings
+// a plane can tell only as causes (dataplane.Causer): each is kept only
+// where it stands for some difference. See replace for the matching.
+func causedBy(findings, checks, causes []behavior.Finding) ([]behavior.Finding, []behavior.Finding) {
+	findings, _ = replace(findings, checks)
+	findings, used := replace(findings, causes)
+	for i, c := range causes {
+		if used[i] {
+			checks = append(checks, c)
 		}
 	}
-	if len(cause) == 0 {
-		return findings, checks
+	return findings, checks
+}
+
+// replace drops the findings a cause stands for: those whose frontends
+// are all the cause's (matched by address, port and protocol, since a
+// plane may not tell an external address from a cluster one) and, when
+// the cause names an endpoint, about that endpoint. A cause that replaces
+// a finding lends it the finding's Service when it could not name one;
+// used tells which causes replaced some.
+func replace(findings, causes []behavior.Finding) ([]behavior.Finding, []bool) {
+	used := make([]bool, len(causes))
+	if len(causes) == 0 {
+		return findings, used
 	}
 	out := findings[:0:0]
 	for _, f := range findings {
-		i, ok := -1, len(f.Frontends) > 0
-		for _, fe := range f.Frontends {
-			j, has := cause[frontendAddr(fe)]
-			if !has || i >= 0 && j != i {
-				ok = false
-				break
-			}
-			i = j
-		}
-		if !ok {
+		i := slices.IndexFunc(causes, func(c behavior.Finding) bool { return stands(c, f) })
+		if i < 0 {
 			out = append(out, f)
 			continue
 		}
-		if checks[i].Service == "" {
-			checks[i].Service = f.Service
+		used[i] = true
+		if causes[i].Service == "" {
+			causes[i].Service = f.Service
 		}
 	}
-	return out, checks
+	return out, used
+}
+
+// stands tells whether cause c stands for finding f.
+func stands(c, f behavior.Finding) bool {
+	if len(c.Frontends) == 0 || len(f.Frontends) == 0 || c.Endpoint != "" && c.Endpoint != f.Endpoint {
+		return false
+	}
+	for _, fe := range f.Frontends {
+		if !slices.ContainsFunc(c.Frontends, func(ce string) bool { return frontendAddr(ce) == frontendAddr(fe) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // frontendAddr is a frontend's address, port and protocol, without its

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -111,4 +112,14 @@ var ErrNotInKernel = errors.New("not in this kernel")
 // traced; drift refuses to answer for it rather than answer wrong.
 type Unchecked interface {
 	Unchecked() string
+}
+
+// Causer is a plane that can tell causes of behaviour differences which
+// are no trouble on their own: an IPVS real server at weight 0 is how an
+// endpoint going away drains, but for a ready endpoint it is why that
+// endpoint gets no traffic. Analysis keeps a cause only in the place of
+// the differences it stands for: those of its frontends (all of them
+// among its Frontends) and, when it names one, of its Endpoint.
+type Causer interface {
+	Causes(node string) []behavior.Finding
 }

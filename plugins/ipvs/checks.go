@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
 )
 
 // vipChecks hold the virtual servers against the addresses bound on the
@@ -68,4 +69,33 @@ func virtualsAt(p *Plane, a netip.Addr) []string {
 		}
 	}
 	return slices.Compact(out)
+}
+
+var _ dataplane.Causer = (*Plane)(nil)
+
+// Causes are the real servers at weight 0: every scheduler passes over
+// them. That is how kube-proxy drains an endpoint going away, and no
+// trouble; for an endpoint still ready it is Weight0ReadyEndpoint, the
+// cause of that endpoint getting no traffic (analysis keeps it only
+// there).
+func (p *Plane) Causes(node string) []behavior.Finding {
+	var out []behavior.Finding
+	for _, v := range p.table.Virtuals {
+		if v.Protocol == "" {
+			continue
+		}
+		key := p.key(v)
+		for _, r := range v.Reals {
+			if r.Weight != 0 {
+				continue
+			}
+			out = append(out, behavior.Finding{
+				Type: behavior.Weight0ReadyEndpoint, Node: node, Frontends: []string{key.String()}, Endpoint: r.Addr.String(),
+				Expected: fmt.Sprintf("%s at weight 1", r.Addr), Observed: fmt.Sprintf("%s at weight 0", r.Addr),
+				Rules:   []string{"ipvs " + v.String(), "ipvs " + v.Key() + " " + r.String()},
+				Message: fmt.Sprintf("the real server %s of %s has weight 0, so no new connection reaches it, but its endpoint is ready: kube-proxy sets weight 0 on an endpoint that is going away, and resets it when it starts", r.Addr, v.Key()),
+			})
+		}
+	}
+	return out
 }

@@ -99,16 +99,20 @@ func (p *Plane) HasKubeProxy() bool { return len(p.table.Virtuals) > 0 }
 func (p *Plane) Frontends() []behavior.Frontend {
 	var out []behavior.Frontend
 	for _, v := range p.table.Virtuals {
-		if v.Protocol == "" {
-			continue
+		if v.Protocol != "" {
+			out = append(out, behavior.Frontend{Key: p.key(v)})
 		}
-		kind := behavior.ClusterIP
-		if p.nodeAddrs[v.Addr.Addr()] {
-			kind = behavior.NodePort
-		}
-		out = append(out, behavior.Frontend{Key: behavior.Key{Kind: kind, IP: v.Addr.Addr().String(), Port: int32(v.Addr.Port()), Protocol: v.Protocol}})
 	}
 	return out
+}
+
+// key is the frontend of a virtual server with an address.
+func (p *Plane) key(v *Virtual) behavior.Key {
+	kind := behavior.ClusterIP
+	if p.nodeAddrs[v.Addr.Addr()] {
+		kind = behavior.NodePort
+	}
+	return behavior.Key{Kind: kind, IP: v.Addr.Addr().String(), Port: int32(v.Addr.Port()), Protocol: v.Protocol}
 }
 
 // Checks are the mode's own troubles that need no API objects: a virtual

@@ -451,6 +451,8 @@ func TestIPVSVM(t *testing.T) {
 	}{
 		{what: "an ipset member deleted", change: "ip addr add 10.96.50.11/32 dev kube-ipvs0 && ipset del KUBE-CLUSTER-IP 10.96.50.17,tcp:80",
 			undo: "ipset add KUBE-CLUSTER-IP 10.96.50.17,tcp:80", typ: "MissingSetMember", spn: "default/ext:http", about: "10.96.50.17,tcp:80"},
+		{what: "a ready endpoint's real server at weight 0", change: "ipvsadm -e -t 10.96.50.10:80 -r 10.244.1.11:8080 -m -w 0",
+			undo: "ipvsadm -e -t 10.96.50.10:80 -r 10.244.1.11:8080 -m -w 1", typ: "Weight0ReadyEndpoint", spn: "default/web:http", about: "10.244.1.11:8080"},
 		{what: "a stale ipset member", change: "ipset add KUBE-NODE-PORT-TCP 31999",
 			undo: "ipset del KUBE-NODE-PORT-TCP 31999", typ: "StaleSetMember", about: "31999"},
 		{what: "an address left on kube-ipvs0", change: "ip addr add 10.96.50.99/32 dev kube-ipvs0",

@@ -1,0 +1,51 @@
+package analysis
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// ipvsDrift is the drift of the lab's ipvs node with its IPVS table
+// edited.
+func ipvsDrift(t *testing.T, edit func(string) string) []behavior.Finding {
+	t.Helper()
+	s, err := snapshot.Load("../examples/lab-ipvs-v1.36.3.snapshot.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Nodes[0].Dumps {
+		if d := &s.Nodes[0].Dumps[i]; d.Collector == snapshot.CollectorIPVS {
+			before := d.Text
+			if d.Text = edit(before); d.Text == before {
+				t.Fatal("the edit changed nothing")
+			}
+		}
+	}
+	rep, err := Drift(s, DriftOptions{Family: "IPv4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep.Findings
+}
+
+// TestIPVSWeight0: a real server at weight 0 is a finding only when its
+// endpoint is ready (Weight0ReadyEndpoint, in the place of that endpoint
+// missing); one draining, whose endpoint is gone, is none.
+func TestIPVSWeight0(t *testing.T) {
+	ready := "  -> 10.244.1.11:8080             Masq    1 "
+	fs := ipvsDrift(t, func(s string) string {
+		return strings.Replace(s, ready, "  -> 10.244.1.11:8080             Masq    0 ", 1)
+	})
+	if len(fs) != 1 || fs[0].Type != behavior.Weight0ReadyEndpoint || fs[0].Endpoint != "10.244.1.11:8080" || fs[0].Service != "default/web:http" {
+		t.Errorf("a ready endpoint at weight 0: %+v", fs)
+	}
+	fs = ipvsDrift(t, func(s string) string {
+		return strings.Replace(s, ready, "  -> 10.244.1.99:8080             Masq    0      3          0\n"+ready, 1)
+	})
+	if len(fs) != 0 {
+		t.Errorf("a real server draining at weight 0: %+v", fs)
+	}
+}
