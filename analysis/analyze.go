@@ -157,6 +157,7 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		causes = c.Causes(node)
 	}
 	a.Findings, textFindings = causedBy(a.Findings, textFindings, causes)
+	nameServices(textFindings, a.Expected)
 	a.Findings = foldOrphans(append(a.Findings, textFindings...))
 	a.Findings = behavior.Merge(a.Findings)
 	return a, nil

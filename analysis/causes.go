@@ -69,3 +69,21 @@ func frontendAddr(s string) string {
 	_, addr, _ := strings.Cut(s, " ")
 	return addr
 }
+
+// nameServices gives a plane's finding that names frontends but no
+// Service the Service of the expected frontend at the first of them
+// (the plane's rules may not name Services: ipvs).
+func nameServices(fs []behavior.Finding, expected *behavior.Table) {
+	if expected == nil {
+		return
+	}
+	byAddr := map[string]string{}
+	for _, f := range expected.Frontends {
+		byAddr[frontendAddr(f.Key.String())] = f.Service
+	}
+	for i := range fs {
+		if fs[i].Service == "" && len(fs[i].Frontends) > 0 {
+			fs[i].Service = byAddr[frontendAddr(fs[i].Frontends[0])]
+		}
+	}
+}

@@ -39,13 +39,16 @@ const (
 	// Weight0ReadyEndpoint: an IPVS real server at weight 0 whose endpoint
 	// is ready, so it gets no new connection.
 	Weight0ReadyEndpoint = "Weight0ReadyEndpoint"
+	// SchedulerMismatch: an IPVS virtual server schedules otherwise than
+	// the node's others (kube-proxy gives them all one scheduler).
+	SchedulerMismatch = "SchedulerMismatch"
 )
 
 // FindingTypes are the finding types above, for those that list them
 // all (the exporter, which shows each with its count, zero included).
 var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
 	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
-	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint}
+	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch}
 
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.

@@ -29,7 +29,7 @@ NoEndpointsRuleMismatch), plus text-level checks: OrphanChain, LeftoverRules
 (userspace proxier, another proxy mode), BackendSplitBrain (KUBE chains in
 both iptables-legacy and iptables-nft), and in ipvs mode MissingVIPAddress
 and ExtraVIPAddress (kube-ipvs0), MissingSetMember and StaleSetMember
-(kube-proxy's ipsets), Weight0ReadyEndpoint. The comparison is on behaviour, never on rule text,
+(kube-proxy's ipsets), Weight0ReadyEndpoint and SchedulerMismatch. The comparison is on behaviour, never on rule text,
 so another kube-proxy release's layout raises nothing.
 
 Without --snapshot or --local, the nodes are read from a workstation through

@@ -99,3 +99,43 @@ func (p *Plane) Causes(node string) []behavior.Finding {
 	}
 	return out
 }
+
+// schedulerChecks: kube-proxy gives every virtual server one scheduler
+// (--ipvs-scheduler), with the flags it sets for it; a virtual server
+// whose scheduler or flags differ from the node's others was changed by
+// hand (its shares then differ where weights or load count).
+func schedulerChecks(p *Plane, node string) []behavior.Finding {
+	count := map[string]int{}
+	for _, v := range p.table.Virtuals {
+		count[schedulerOf(v)]++
+	}
+	usual, n := "", 0
+	for s, c := range count {
+		if c > n || c == n && s < usual {
+			usual, n = s, c
+		}
+	}
+	if len(count) < 2 || n < 2 {
+		return nil // one scheduler, or none the node agrees on
+	}
+	var out []behavior.Finding
+	for _, v := range p.table.Virtuals {
+		if s := schedulerOf(v); s != usual {
+			out = append(out, behavior.Finding{
+				Type: behavior.SchedulerMismatch, Node: node, Frontends: []string{p.key(v).String()},
+				Expected: "scheduler " + usual, Observed: "scheduler " + s,
+				Rules:   []string{"ipvs " + v.String()},
+				Message: fmt.Sprintf("virtual server %s schedules with %s, but the node's other %d virtual servers with %s, as kube-proxy sets them all (--ipvs-scheduler): it was changed by hand", v.Key(), s, n, usual),
+			})
+		}
+	}
+	return out
+}
+
+// schedulerOf is a virtual server's scheduler with its flags.
+func schedulerOf(v *Virtual) string {
+	if len(v.SchedFlags) == 0 {
+		return v.Scheduler
+	}
+	return v.Scheduler + " (" + strings.Join(v.SchedFlags, ",") + ")"
+}

@@ -82,6 +82,11 @@ func TestChecks(t *testing.T) {
 			drop("add KUBE-NODE-PORT-TCP 30080"), behavior.MissingSetMember, "NodePort 10.0.2.15:30080/TCP"},
 		{"a ClusterIP no virtual server has", snapshot.CollectorIPSet,
 			add("add KUBE-CLUSTER-IP 10.96.99.99,tcp:80"), behavior.StaleSetMember, ""},
+		{"a virtual server's scheduler changed by hand", snapshot.CollectorIPVS,
+			func(s string) string {
+				return strings.Replace(s, "TCP  10.96.50.12:80 rr\n", "TCP  10.96.50.12:80 wrr\n", 1)
+			},
+			behavior.SchedulerMismatch, "ClusterIP 10.96.50.12:80/TCP"},
 		{"a virtual address gone from KUBE-IPVS-IPS", snapshot.CollectorIPSet,
 			drop("add KUBE-IPVS-IPS 10.96.50.13"), behavior.MissingSetMember, ""},
 	} {

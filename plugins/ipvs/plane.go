@@ -116,15 +116,16 @@ func (p *Plane) key(v *Virtual) behavior.Key {
 }
 
 // Checks are the mode's own troubles that need no API objects: a virtual
-// server whose address is bound nowhere on the node (IPVS never sees its
-// packets), an address on kube-ipvs0 no virtual server serves, and
-// kube-proxy's ipsets lacking a virtual server's member or holding one
-// of none.
+// server whose scheduler differs from the node's others, one whose
+// address is bound nowhere on the node (IPVS never sees its packets), an
+// address on kube-ipvs0 no virtual server serves, and kube-proxy's ipsets
+// lacking a virtual server's member or holding one of none.
 func (p *Plane) Checks(node, mode string) []behavior.Finding {
+	out := schedulerChecks(p, node)
 	if !p.vipsKnown {
-		return nil
+		return out
 	}
-	return append(vipChecks(p, node), setChecks(p, node)...)
+	return append(append(out, vipChecks(p, node)...), setChecks(p, node)...)
 }
 
 // Leftovers reports virtual servers while kube-proxy runs in another
