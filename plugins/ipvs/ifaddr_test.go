@@ -118,11 +118,7 @@ func TestParseIfAddrs(t *testing.T) {
 
 // TestParseIfAddrsErrors names the line and column of what is wrong.
 func TestParseIfAddrsErrors(t *testing.T) {
-	cases := []struct {
-		name, text string
-		line, col  int
-		msg        string
-	}{
+	cases := []parseErrorCase{
 		{"bad address", "5: kube-ipvs0: <NOARP>\n    inet 10.96.0.300/32 scope global kube-ipvs0\n", 2, 10, `"10.96.0.300/32": want an IPv4 address`},
 		{"IPv6 after inet", "5: kube-ipvs0: <NOARP>\n    inet fd00::1/128 scope global\n", 2, 10, "want an IPv4 address"},
 		{"IPv4 after inet6", "5: kube-ipvs0: <NOARP>\n\tinet6 10.0.0.1/32\n", 2, 8, "want an IPv6 address"},
@@ -141,17 +137,10 @@ func TestParseIfAddrsErrors(t *testing.T) {
 		{"JSON: addresses without ifname", `[{"addr_info":[{"family":"inet","local":"10.0.0.1","prefixlen":8}]}]`, 1, 2, "without ifname"},
 		{"JSON: text after", "[]\nx", 2, 1, "text after the array"},
 	}
-	for _, c := range cases {
-		_, err := ParseIfAddrs(c.text)
-		var pe *ParseError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: error %v, want a *ParseError", c.name, err)
-			continue
-		}
-		if pe.Line != c.line || pe.Col != c.col || !strings.Contains(pe.Msg, c.msg) {
-			t.Errorf("%s: %v, want line %d col %d: …%s…", c.name, pe, c.line, c.col, c.msg)
-		}
-	}
+	wantParseErrors(t, cases, func(text string) error {
+		_, err := ParseIfAddrs(text)
+		return err
+	})
 }
 
 // TestIfAddrsText prints as ip -o addr show does, and reads back.

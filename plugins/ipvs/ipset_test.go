@@ -332,11 +332,7 @@ func TestIPSetHasIndex(t *testing.T) {
 // TestParseIPSetsErrors names the line and column of what is wrong.
 func TestParseIPSetsErrors(t *testing.T) {
 	const head = "create S hash:ip,port family inet hashsize 1024\n"
-	cases := []struct {
-		name, text string
-		line, col  int
-		msg        string
-	}{
+	cases := []parseErrorCase{
 		{"bad address", head + "add S 10.96.0.300,tcp:80\n", 2, 7, `"10.96.0.300": want an address`},
 		{"bad port", head + "add S 10.96.0.1,tcp:99999\n", 2, 17, `port "99999": want a number from 0 to 65535`},
 		{"IPv6 in inet", head + "add S fd00::10,tcp:80\n", 2, 7, "want an IPv4 address (family inet)"},
@@ -365,17 +361,10 @@ func TestParseIPSetsErrors(t *testing.T) {
 		{"list: two names", "Name: S T\n", 1, 1, "Name: wants one set name"},
 		{"quoted name", `create "S" hash:ip` + "\n", 1, 8, "want one without quotes"},
 	}
-	for _, c := range cases {
-		_, err := ParseIPSets(c.text)
-		var pe *ParseError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: error %v, want a *ParseError", c.name, err)
-			continue
-		}
-		if pe.Line != c.line || pe.Col != c.col || !strings.Contains(pe.Msg, c.msg) {
-			t.Errorf("%s: %v, want line %d col %d: …%s…", c.name, pe, c.line, c.col, c.msg)
-		}
-	}
+	wantParseErrors(t, cases, func(text string) error {
+		_, err := ParseIPSets(text)
+		return err
+	})
 }
 
 // TestIPSetSave prints sets as ipset save does, sorted by name, and

@@ -196,3 +196,26 @@ TCP  198.51.100.7:80 rr
 		t.Errorf("listed %q, want %q", got, want)
 	}
 }
+
+// parseErrorCase is a text a parser must refuse, with where and why.
+type parseErrorCase struct {
+	name, text string
+	line, col  int
+	msg        string
+}
+
+// wantParseErrors checks that parse refuses each case's text with a
+// *ParseError at its line and column, saying its msg.
+func wantParseErrors(t *testing.T, cases []parseErrorCase, parse func(string) error) {
+	t.Helper()
+	for _, c := range cases {
+		var pe *ParseError
+		if err := parse(c.text); !errors.As(err, &pe) {
+			t.Errorf("%s: error %v, want a *ParseError", c.name, err)
+			continue
+		}
+		if pe.Line != c.line || pe.Col != c.col || !strings.Contains(pe.Msg, c.msg) {
+			t.Errorf("%s: %v, want line %d col %d: …%s…", c.name, pe, c.line, c.col, c.msg)
+		}
+	}
+}
