@@ -12,8 +12,8 @@ import (
 // kube-proxy's ipvs mode keeps iptables rules that match ipsets, and hands
 // the packets they accept for a local address to IPVS.
 type Extensions struct {
-	// Sets answers -m set --match-set; without it such a match is not
-	// evaluated (assumed not to match, with a note).
+	// Sets answers -m set --match-set; without it every set is taken as
+	// empty, with a note.
 	Sets SetLookup
 	// LocalIn is what takes a packet the input hook accepted, before it
 	// is delivered to a local socket: the ways it goes on (IPVS's real
