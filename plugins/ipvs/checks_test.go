@@ -102,3 +102,21 @@ func TestChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestUncheckedWithoutSets: a node's state without its ipsets is not
+// checked, and says so; its walk is the IPVS table's alone.
+func TestUncheckedWithoutSets(t *testing.T) {
+	ns := labNode(t)
+	ns.Dumps = slices.DeleteFunc(ns.Dumps, func(d snapshot.Dump) bool { return d.Collector == snapshot.CollectorIPSet })
+	pl, err := Loader{}.Load(ns, "IPv4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pl.(*Plane)
+	if why := p.Unchecked(); !strings.Contains(why, "the ipsets (ipset save)") {
+		t.Errorf("unchecked: %q", why)
+	}
+	if _, ok := p.Walker(nil).(*Walker); !ok {
+		t.Errorf("the walk without ipsets is %T, want the IPVS table's alone", p.Walker(nil))
+	}
+}

@@ -62,9 +62,10 @@ func (p *Plane) Unchecked() string {
 // Walker walks a packet through ipvs mode's iptables rules (with the
 // ipsets they match), the IPVS lookup at local input for an address on
 // kube-ipvs0 or the node, then output and postrouting with the real
-// server as destination. Without those rules, only the IPVS table.
+// server as destination. Without all of those (Unchecked), only the IPVS
+// table.
 func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
-	if p.rules == nil {
+	if p.Unchecked() != "" {
 		return &Walker{p: p, env: env}
 	}
 	local := &dataplane.Env{}
@@ -75,11 +76,7 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 	for _, v := range p.vips {
 		local.LocalAddrs = append(local.LocalAddrs, v.Addr())
 	}
-	ext := iptables.Extensions{LocalIn: p.lookup}
-	if p.sets != nil {
-		ext.Sets = p.sets
-	}
-	return iptables.NewWalkerWith(p.rules.Rules, local, ext)
+	return iptables.NewWalkerWith(p.rules.Rules, local, iptables.Extensions{Sets: p.sets, LocalIn: p.lookup})
 }
 
 // Table is the plane's IPVS table.
