@@ -12,12 +12,19 @@ import (
 // edited.
 func ipvsDrift(t *testing.T, edit func(string) string) []behavior.Finding {
 	t.Helper()
+	return ipvsDriftOf(t, snapshot.CollectorIPVS, edit)
+}
+
+// ipvsDriftOf is the drift of the lab's ipvs node with its dump of
+// collector edited.
+func ipvsDriftOf(t *testing.T, collector string, edit func(string) string) []behavior.Finding {
+	t.Helper()
 	s, err := snapshot.Load("../examples/lab-ipvs-v1.36.3.snapshot.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range s.Nodes[0].Dumps {
-		if d := &s.Nodes[0].Dumps[i]; d.Collector == snapshot.CollectorIPVS {
+		if d := &s.Nodes[0].Dumps[i]; d.Collector == collector && d.Family != "IPv6" {
 			before := d.Text
 			if d.Text = edit(before); d.Text == before {
 				t.Fatal("the edit changed nothing")
@@ -47,5 +54,16 @@ func TestIPVSWeight0(t *testing.T) {
 	})
 	if len(fs) != 0 {
 		t.Errorf("a real server draining at weight 0: %+v", fs)
+	}
+}
+
+// TestIPVSLeftovers: on a node in ipvs mode, the iptables chains ipvs mode
+// keeps are no leftover, and a chain of iptables mode is.
+func TestIPVSLeftovers(t *testing.T) {
+	fs := ipvsDriftOf(t, snapshot.CollectorIPTablesSave, func(s string) string {
+		return strings.Replace(s, ":KUBE-SERVICES - [0:0]\n", ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-ABCDEFGHIJKLMNOP - [0:0]\n", 1)
+	})
+	if len(fs) != 1 || fs[0].Type != behavior.LeftoverRules || !strings.Contains(fs[0].Observed, "1 KUBE chains") {
+		t.Errorf("an iptables-mode chain on an ipvs node: %+v", fs)
 	}
 }
