@@ -77,8 +77,8 @@ func dumpCommands() []dumpCommand {
 		{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "the IPv6 legacy backend", []string{"ip6tables-legacy-save"}, false},
 		{snapshot.CollectorNFTJSON, "", "", "the nftables ruleset", []string{"nft", "-j", "list", "ruleset"}, false},
 		{snapshot.CollectorIPVS, "", "", "the IPVS table", []string{"ipvsadm", "-Ln"}, false},
-		{snapshot.CollectorIPSet, "", "", "the ipsets", []string{"ipset", "save"}, true},
-		{snapshot.CollectorKubeIPVS0, "", "", "the addresses on kube-ipvs0", []string{"ip", "addr", "show", "dev", "kube-ipvs0"}, false},
+		{snapshot.CollectorIPSet, "", "", "the ipset state", []string{"ipset", "save"}, true},
+		{snapshot.CollectorKubeIPVS0, "", "", "kube-ipvs0's address list", []string{"ip", "addr", "show", "dev", "kube-ipvs0"}, false},
 	}
 }
 
