@@ -271,6 +271,7 @@ func TestIPVSVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("VM node %s runs with %s %v", vm.Name, vm.Accel, vm.Failed)
 	if err := vm.StartKubeProxy(ctx, "ipvs"); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,11 @@ type VM struct {
 	IP string
 	// Console is the file the VM's console is written to.
 	Console string
+	// Accel is the accelerator it runs with: kvm, or tcg (software
+	// emulation) where KVM is not there or failed.
+	Accel string
+	// Failed says why an accelerator tried first failed, and when.
+	Failed []string
 
 	mu   sync.Mutex
 	ctl  net.Conn
@@ -161,22 +167,42 @@ func (l *Lab) StartVM(t TB, name string, o VMOptions) (*VM, error) {
 		"-device", "virtio-serial-pci", "-chardev", "socket,id=ctl,path=" + sock + ",server=on,wait=off",
 		"-device", "virtserialport,chardev=ctl,name=svctrace.ctl",
 		"-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0"}
-	if vmAccel() {
-		argv = append(argv, "-enable-kvm", "-cpu", "host")
+	for _, accel := range vmAccels() {
+		start := time.Now()
+		args := argv
+		timeout := 2 * time.Minute
+		if accel == "kvm" {
+			args = append(slices.Clone(argv), "-enable-kvm", "-cpu", "host")
+			timeout = 45 * time.Second // it boots in a few seconds, or fails
+		}
+		if v.proc, err = l.startProcWith("vm-"+name, args); err != nil {
+			return nil, err
+		}
+		if err = v.connect(sock, timeout); err == nil {
+			v.Accel = accel
+			return v, nil
+		}
+		// KVM can fail where /dev/kvm exists (in a nested VM, "failed
+		// to set MSR"): software emulation then.
+		_ = v.proc.stop(5 * time.Second)
+		_ = os.Remove(sock)
+		v.Failed = append(v.Failed, fmt.Sprintf("%s after %s: %v", accel, time.Since(start).Round(time.Millisecond), err))
 	}
-	if v.proc, err = l.startProcWith("vm-"+name, argv); err != nil {
-		return nil, err
-	}
-	if err := v.connect(sock, 2*time.Minute); err != nil {
-		return nil, fmt.Errorf("vm %s: %w (console: %s)", name, err, v.Console)
-	}
-	return v, nil
+	return nil, fmt.Errorf("vm %s: %s (console: %s)", name, strings.Join(v.Failed, "; "), v.Console)
 }
 
-// vmAccel: KVM, when SVCTRACE_LAB_VM_KVM=1 says it works here (in a
-// nested VM /dev/kvm may exist and fail); software emulation otherwise,
-// which boots in seconds too.
-func vmAccel() bool { return os.Getenv("SVCTRACE_LAB_VM_KVM") == "1" }
+// vmAccels are the accelerators a VM is started with, in turn until one
+// boots: KVM where /dev/kvm opens (unless SVCTRACE_LAB_VM_KVM=0), then
+// software emulation, which boots in seconds too.
+func vmAccels() []string {
+	if os.Getenv("SVCTRACE_LAB_VM_KVM") != "0" {
+		if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
+			f.Close()
+			return []string{"kvm", "tcg"}
+		}
+	}
+	return []string{"tcg"}
+}
 
 // connect waits for the control port and the VM's first answer.
 func (v *VM) connect(sock string, timeout time.Duration) error {
