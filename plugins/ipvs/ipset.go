@@ -2,6 +2,7 @@ package ipvs
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -422,12 +423,7 @@ func parseIPSetList(text string) (*IPSets, error) {
 // line (type, family, options), then an add line per member.
 func (s *IPSets) Save() string {
 	var b strings.Builder
-	names := make([]string, 0, len(s.Sets))
-	for name := range s.Sets {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(s.Sets)) {
 		set := s.Sets[name]
 		b.WriteString("create " + set.Name + " " + set.Type)
 		if set.Family != "" {
