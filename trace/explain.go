@@ -57,11 +57,26 @@ func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref analysis.Service
 			r.Findings = append(r.Findings, f)
 		}
 	}
-	r.Conntrack = flowCounts(a, ref)
+	r.Conntrack = flowCounts(a, ref.Matches)
 	r.Pods = podsOf(c, a.View)
 	r.Notes = append(r.Notes, notesNotAbout(a.Notes, c)...)
 	r.Notes = append(r.Notes, a.Config.Inferred...)
 	return r, nil
+}
+
+// ExplainAll builds the report of every frontend the analysed node's
+// rules handle, each named by its Service where the objects or the rules
+// tell: for a dump without API objects whose rules name no Service (an
+// IPVS table), or to see a whole node.
+func ExplainAll(a *analysis.NodeAnalysis, c *snapshot.Cluster) *ExplainReport {
+	r := &ExplainReport{TypeMeta: NewTypeMeta("ExplainReport"), Node: a.Node, Mode: a.Config.Mode}
+	r.Frontends = append(r.Frontends, a.Observed.Frontends...)
+	r.Findings = append(r.Findings, a.Findings...)
+	r.Conntrack = flowCounts(a, func(string) bool { return true })
+	r.Pods = podsOf(c, a.View)
+	r.Notes = append(r.Notes, a.Notes...)
+	r.Notes = append(r.Notes, a.Config.Inferred...)
+	return r
 }
 
 // belongs decides whether a frontend is the Service's: by the model's
@@ -149,13 +164,13 @@ func podsOf(c *snapshot.Cluster, v *model.NodeView) map[string]string {
 	return out
 }
 
-// flowCounts sums up the Service's conntrack entries per frontend and
-// backend.
-func flowCounts(a *analysis.NodeAnalysis, ref analysis.ServiceRef) []FlowCount {
+// flowCounts sums up the conntrack entries of the Service ports match
+// takes, per frontend and backend.
+func flowCounts(a *analysis.NodeAnalysis, match func(spn string) bool) []FlowCount {
 	idx := map[string]int{}
 	var out []FlowCount
 	for _, f := range a.Flows {
-		if !ref.Matches(f.Service) {
+		if !match(f.Service) {
 			continue
 		}
 		backend := f.Backend

@@ -25,7 +25,11 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool) {
 	if mode == "" {
 		mode = "unknown"
 	}
-	fmt.Fprintf(w, "Service %s on node %s (%s mode)\n", r.Service, r.Node, mode)
+	if r.Service == "" {
+		fmt.Fprintf(w, "Every frontend on node %s (%s mode)\n", r.Node, mode)
+	} else {
+		fmt.Fprintf(w, "Service %s on node %s (%s mode)\n", r.Service, r.Node, mode)
+	}
 	if r.Skipped != "" {
 		fmt.Fprintf(w, "\n  %s\n", r.Skipped)
 	}

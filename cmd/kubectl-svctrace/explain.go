@@ -10,18 +10,21 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/trace"
 )
 
 type explainOptions struct {
 	*commonOptions
 	ref analysis.ServiceRef
+	// all: no Service was named; every frontend of the node is explained.
+	all bool
 }
 
 func newExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &explainOptions{commonOptions: newCommonOptions(streams)}
 	cmd := &cobra.Command{
-		Use:   "explain [NAMESPACE/]NAME[:PORT]",
+		Use:   "explain [[NAMESPACE/]NAME[:PORT]]",
 		Short: "Show the path of every frontend of a Service on a node",
 		Long: `Show, for every frontend of a Service (ClusterIP, NodePort, external IPs,
 LoadBalancer IPs), what the node's kernel does with a new connection from a
@@ -34,9 +37,12 @@ endpoint under a Local traffic policy, Pods older than the Service.`,
 		Example: `  # From a snapshot file (no cluster needed)
   kubectl svctrace explain default/nginx --snapshot snapshot.yaml
 
+  # Every frontend of a node, as from a bare IPVS table (no Service named)
+  kubectl svctrace explain --snapshot ipvs.yaml
+
   # On the node itself, against the live API
   kubectl svctrace explain shop/cart:http --node node1 --local -o wide`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.complete(args); err != nil {
 				return err
@@ -56,6 +62,11 @@ func (o *explainOptions) complete(args []string) error {
 	if err := o.commonOptions.complete(); err != nil {
 		return err
 	}
+	if len(args) == 0 {
+		// Every frontend: the whole node is analysed.
+		o.all = true
+		return nil
+	}
 	ref, err := analysis.ParseServiceRef(args[0], o.namespace)
 	if err != nil {
 		return err
@@ -63,6 +74,14 @@ func (o *explainOptions) complete(args []string) error {
 	o.ref = ref
 	o.only = &o.ref
 	return nil
+}
+
+// explain is the report of the Service asked about, or of every frontend.
+func (o *explainOptions) explain(a *analysis.NodeAnalysis, c *snapshot.Cluster) (*trace.ExplainReport, error) {
+	if o.all {
+		return trace.ExplainAll(a, c), nil
+	}
+	return trace.Explain(a, c, o.ref)
 }
 
 func (o *explainOptions) run(cmd *cobra.Command) error {
@@ -74,7 +93,7 @@ func (o *explainOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	r, err := trace.Explain(a, s.Cluster, o.ref)
+	r, err := o.explain(a, s.Cluster)
 	if err != nil {
 		return err
 	}
@@ -96,7 +115,7 @@ func (o *explainOptions) runAllNodes(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		r, err := trace.Explain(a, s.Cluster, o.ref)
+		r, err := o.explain(a, s.Cluster)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,31 @@ func TestIPVSSeeds(t *testing.T) {
 			}
 			if got := strings.Contains(out, "left out of this capture"); got != c.elisionNote {
 				t.Errorf("the excerpt's elisions said: %v, want %v\n%s", got, c.elisionNote, out)
+			}
+			// explain without a Service lists every virtual server of the
+			// dump, with each real server and its weight.
+			out, stderr, code = run(t, "explain", "--snapshot", snap)
+			if code != exitOK || !strings.HasPrefix(out, "Every frontend on node node1 (ipvs mode)") {
+				t.Errorf("explain: exit %d\n%s%s", code, out, stderr)
+			}
+			seed, err := os.ReadFile("../../testdata/seeds/" + c.seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var virtual string
+			for _, l := range strings.Split(string(seed), "\n") {
+				f := strings.Fields(l)
+				switch {
+				case len(f) >= 3 && (f[0] == "TCP" || f[0] == "UDP"):
+					virtual = f[0] + " " + f[1]
+					if !strings.Contains(out, "ipvs "+virtual+" ") {
+						t.Errorf("explain does not list the virtual server %s:\n%s", virtual, out)
+					}
+				case len(f) >= 4 && f[0] == "->" && f[1] != "RemoteAddress:Port":
+					if want := "ipvs " + virtual + " -> " + f[1] + " " + f[2] + " " + f[3]; !strings.Contains(out, want) {
+						t.Errorf("explain lacks %q:\n%s", want, out)
+					}
+				}
 			}
 			out, stderr, code = run(t, "trace", "--snapshot", snap, "--src", "10.244.0.5", "--dst", c.dst)
 			if code != exitOK || !strings.Contains(out, "3 branches") {
