@@ -91,6 +91,10 @@ func (p *Plane) loadRest(ns *snapshot.NodeState) error {
 			for _, a := range ifs[Dummy] {
 				if a.Addr().Is4() == (p.family == "IPv4") {
 					p.vips = append(p.vips, a)
+					if p.vipSet == nil {
+						p.vipSet = map[netip.Addr]bool{}
+					}
+					p.vipSet[a.Addr()] = true
 				}
 			}
 		}

@@ -26,8 +26,10 @@ type Plane struct {
 	rules *iptables.Plane
 	// sets are the node's ipsets (nil: not in the state).
 	sets *IPSets
-	// vips are the addresses on kube-ipvs0, when vipsKnown.
+	// vips are the addresses on kube-ipvs0, when vipsKnown; isVIP looks
+	// them up in vipSet (a node has one per Service address).
 	vips      []netip.Prefix
+	vipSet    map[netip.Addr]bool
 	vipsKnown bool
 }
 
@@ -221,14 +223,7 @@ func (p *Plane) nodePortIPs() []string {
 	return out
 }
 
-func (p *Plane) isVIP(a netip.Addr) bool {
-	for _, v := range p.vips {
-		if v.Addr() == a {
-			return true
-		}
-	}
-	return false
-}
+func (p *Plane) isVIP(a netip.Addr) bool { return p.vipSet[a] }
 
 // Notes say what the reader did not understand, and what the walk leaves
 // out.
