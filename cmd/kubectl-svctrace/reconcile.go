@@ -18,7 +18,7 @@ func newReconcileCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "reconcile",
 		Short: "Repair a node's kernel state (dry run unless --apply)",
 	}
-	cmd.AddCommand(newReconcileConntrackCommand(streams))
+	cmd.AddCommand(newReconcileConntrackCommand(streams), newReconcileRulesCommand(streams), newReconcileRollbackCommand(streams))
 	return cmd
 }
 

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/reconcile"
+	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/wording"
+)
+
+// stopAtEnv names a stage of --apply at which svctrace kills itself: the
+// lab's proof that a stop there leaves the kernel whole.
+const stopAtEnv = "SVCTRACE_RECONCILE_STOP_AT"
+
+type reconcileRulesOptions struct {
+	*commonOptions
+	apply, force     bool
+	service          string
+	kubeProxyVersion string
+	backend          string
+	backup           string
+}
+
+func newReconcileRulesCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &reconcileRulesOptions{commonOptions: newCommonOptions(streams)}
+	cmd := &cobra.Command{
+		Use:   "rules --node N [--service NS/NAME] [--apply]",
+		Short: "Render the rules kube-proxy would program on a node, show what differs, and write them",
+		Long: `Render the complete iptables state kube-proxy's iptables mode would program on
+the node for the Services and EndpointSlices of the API (in the layout of the
+kube-proxy version running there), compare it with what the kernel holds, and
+print the difference: each chain to create, rewrite or delete, each rule to add
+or remove, and the drift findings each change fixes. --service limits it to
+one Service's chains and rules.
+
+With --apply, on the node (--local): back the node's rules up to a file, write
+the changes in one iptables-restore --noflush per IP family (only kube-proxy's
+chains, and its jumps in the built-in chains; no other rule is touched), read
+the node again and run drift. If the kernel does not hold what was written, or
+a finding the plan fixes is still there, the backup is put back. A running
+kube-proxy that synced within the hour would write over the repair: --apply
+refuses then, unless --force. 'reconcile rollback FILE' puts a backup back.
+
+Exit codes: 0 nothing to change (or all of it written and no drift left), 1
+changes listed (dry run) or drift left after --apply, 2 error (a failed write
+is rolled back).`,
+		Example: `  kubectl svctrace reconcile rules --snapshot node1.snapshot.yaml --node node1
+  kubectl svctrace reconcile rules --local --node "$(hostname)" --service default/web
+  kubectl svctrace reconcile rules --local --node "$(hostname)" --apply`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(); err != nil {
+				return err
+			}
+			if o.apply && !o.local {
+				return errors.New("--apply changes the kernel: it needs --local (run it on the node)")
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if o.service != "" && !strings.Contains(o.service, "/") {
+				o.service = o.namespace + "/" + o.service
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	o.addFlags(cmd, true)
+	f := cmd.Flags()
+	f.BoolVar(&o.apply, "apply", false, "Write the changes (default: only list them)")
+	f.BoolVar(&o.force, "force", false, "With --apply: write even while a kube-proxy runs on the node and syncs")
+	f.StringVar(&o.service, "service", "", "Only this Service's chains and rules ([NS/]NAME)")
+	f.StringVar(&o.kubeProxyVersion, "kube-proxy-version", "", "The kube-proxy version whose layout to render (default: the node's kube-proxy's)")
+	f.StringVar(&o.backend, "iptables-backend", "", "The iptables backend to write, legacy or nf_tables (default: the one holding kube-proxy's chains)")
+	f.StringVar(&o.backup, "backup", "", "With --apply: the backup file to write (default: "+reconcile.DefaultBackupDir+"/rules-NODE-TIME.yaml)")
+	return cmd
+}
+
+func (o *reconcileRulesOptions) options() reconcile.RulesOptions {
+	return reconcile.RulesOptions{Node: o.node, Service: o.service, KubeProxyVersion: o.kubeProxyVersion, Backend: o.backend}
+}
+
+func (o *reconcileRulesOptions) run(ctx context.Context) error {
+	if o.backend != "" && o.backend != "legacy" && o.backend != "nf_tables" {
+		return fmt.Errorf("--iptables-backend %q: want legacy or nf_tables", o.backend)
+	}
+	s, err := o.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if err := o.pickNode(s); err != nil {
+		return err
+	}
+	p, err := reconcile.PlanRules(s, o.options())
+	if err != nil {
+		return err
+	}
+	var applyErr error
+	if o.apply && p.Changes() > 0 {
+		applyErr = o.write(ctx, p)
+	}
+	if err := o.print(p, func(wide bool) { renderRulesPlan(o.Out, p, wide) }); err != nil {
+		return err
+	}
+	switch {
+	case applyErr != nil:
+		return &exitCodeError{code: exitError, err: applyErr}
+	case o.apply && p.Apply != nil && len(p.Apply.Remaining) > 0:
+		return &exitCodeError{code: exitDrift}
+	case !o.apply && p.Changes() > 0:
+		return &exitCodeError{code: exitDrift}
+	}
+	return nil
+}
+
+// write applies the plan on this node, unless a kube-proxy would fight it.
+func (o *reconcileRulesOptions) write(ctx context.Context, p *reconcile.RulesPlan) error {
+	if !o.force {
+		for _, f := range p.Families {
+			sync, err := inspect.ReadKubeProxySync(ctx, o.proxyMetrics, f.Family)
+			if err := reconcile.CheckKubeProxy(o.proxyMetrics, sync, err, time.Now()); err != nil {
+				return err
+			}
+		}
+	}
+	now := time.Now()
+	backup := o.backup
+	if backup == "" {
+		backup = filepath.Join(reconcile.DefaultBackupDir, reconcile.BackupName(o.node, now))
+	}
+	stopAt := os.Getenv(stopAtEnv)
+	res, err := reconcile.ApplyRules(ctx, p, reconcile.ApplyOptions{
+		Backup: backup, Options: o.options(), Now: now,
+		Reread: func(ctx context.Context) (*snapshot.Snapshot, error) { return o.snapshot(ctx) },
+		Hook: func(stage string) {
+			if stage == stopAt {
+				fmt.Fprintf(o.ErrOut, "%s=%s: stopping here\n", stopAtEnv, stage)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		},
+	})
+	p.Apply = res
+	return err
+}
+
+func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
+	scope := ""
+	if p.Service != "" {
+		scope = ", Service " + p.Service
+	}
+	fmt.Fprintf(w, "node %s: kube-proxy %s mode, layout of %s (from %s)%s\n", p.Node, p.Mode, p.KubeProxyVersion, p.VersionSource, scope)
+	for _, f := range p.Families {
+		fmt.Fprintf(w, "%s (%s backend): %s\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
+		for _, c := range f.Changes {
+			svc := ""
+			if c.Service != "" {
+				svc = "  (" + c.Service + ")"
+			}
+			fmt.Fprintf(w, "  %s %s %s%s\n", c.Op, c.Table, c.Chain, svc)
+			for _, line := range changeLines(c.Change.Op, c.Add, c.Remove) {
+				fmt.Fprintf(w, "      %s\n", line)
+			}
+			for _, fx := range c.Fixes {
+				fmt.Fprintf(w, "    fixes %s\n", fx)
+			}
+		}
+		if wide && f.Payload != "" {
+			fmt.Fprintf(w, "  iptables-restore --noflush input:\n")
+			for _, line := range strings.Split(strings.TrimSuffix(f.Payload, "\n"), "\n") {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	switch {
+	case p.Apply != nil:
+		renderApply(w, p.Apply)
+	case p.Changes() > 0:
+		fmt.Fprintln(w, "dry run: nothing written (add --apply on the node)")
+	}
+}
+
+// changeLines shows a change's rules: + for a rule written, - for one
+// removed; a rewrite shows only the rules that differ.
+func changeLines(op string, add, remove []string) []string {
+	var out []string
+	if op == "rewrite" {
+		for _, x := range remove {
+			if !slices.Contains(add, x) {
+				out = append(out, "- "+x)
+			}
+		}
+		for _, x := range add {
+			if !slices.Contains(remove, x) {
+				out = append(out, "+ "+x)
+			}
+		}
+		if len(out) == 0 {
+			out = append(out, "(the same rules in another order)")
+		}
+		return out
+	}
+	for _, x := range remove {
+		out = append(out, "- "+x)
+	}
+	for _, x := range add {
+		out = append(out, "+ "+x)
+	}
+	return out
+}
+
+func renderApply(w io.Writer, a *reconcile.RulesApply) {
+	if a.Backup != "" {
+		fmt.Fprintf(w, "backup: %s\n", a.Backup)
+	}
+	for _, f := range a.Written {
+		fmt.Fprintf(w, "wrote %s (%s backend): %s\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
+	}
+	if a.RolledBack {
+		fmt.Fprintf(w, "rolled back: %s\n", a.Reason)
+		return
+	}
+	if len(a.Remaining) == 0 {
+		fmt.Fprintln(w, "read again: no drift")
+		return
+	}
+	fmt.Fprintf(w, "read again: %s left, which the rules do not fix:\n", wording.Count(len(a.Remaining), "finding", "findings"))
+	for _, f := range a.Remaining {
+		fmt.Fprintf(w, "  %s %s: %s\n", f.Type, f.Service, f.Message)
+	}
+}
+
+func newReconcileRollbackCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollback FILE",
+		Short: "Put back kube-proxy's rules as a backup of reconcile rules --apply holds them",
+		Long: `Put kube-proxy's chains, and its jumps in the built-in chains, back as the
+backup FILE holds them, on the node this runs on, in one iptables-restore
+--noflush per IP family. Other components' rules are left as they are now.
+
+Exit codes: 0 restored, 2 error.`,
+		Example: `  kubectl svctrace reconcile rollback /var/lib/svctrace/backups/rules-node1-20261124T101500Z.yaml`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := reconcile.LoadBackup(args[0])
+			if err != nil {
+				return err
+			}
+			r, err := reconcile.RollbackRules(cmd.Context(), b)
+			if r != nil {
+				for _, f := range r.Families {
+					fmt.Fprintf(streams.Out, "%s (%s backend): %s put back\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
+				}
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(streams.Out, "node %s: kube-proxy's rules are as of %s\n", b.Node, b.TakenAt.Format(time.RFC3339))
+			return nil
+		},
+	}
+	return cmd
+}

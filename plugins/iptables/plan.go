@@ -1,0 +1,184 @@
+package iptables
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Change is one difference between kube-proxy's part of the kernel and
+// the layout it should hold, as the operation that removes it.
+type Change struct {
+	Table string `json:"table"`
+	Chain string `json:"chain"`
+	// Op is create (a missing chain, with its rules), rewrite (a chain
+	// whose rules differ: flushed and written again), delete (a chain
+	// nothing should hold: flushed and removed), or edit (rules added to
+	// or removed from a chain shared with other Services, or a built-in
+	// chain's jumps).
+	Op string `json:"op"`
+	// Service is the Service port ("ns/name:port") the chain or rules
+	// belong to, when one does.
+	Service string   `json:"service,omitempty"`
+	Add     []string `json:"add,omitempty"`
+	Remove  []string `json:"remove,omitempty"`
+}
+
+// Change operations.
+const (
+	OpCreate  = "create"
+	OpRewrite = "rewrite"
+	OpDelete  = "delete"
+	OpEdit    = "edit"
+)
+
+// Scope limits a plan to one Service's chains and rules.
+type Scope struct {
+	// Service is "namespace/name".
+	Service string
+}
+
+// Diff is what takes the current layout to the target one: per table, in
+// the order a payload writes them. Rules of the chains every Service
+// shares compare as sets (kube-proxy does not keep their order), except
+// the NodePort dispatch that must stay last in nat KUBE-SERVICES. With a
+// scope, only that Service's chains and rules are compared.
+func Diff(current, target *Layout, scope *Scope) []Change {
+	var out []Change
+	for _, name := range layoutTables {
+		cur, tgt := current.Tables[name], target.Tables[name]
+		in := scopeOf(name, cur, tgt, target, scope)
+		for _, chain := range slices.Sorted(maps.Keys(tgt.Chains)) {
+			if !in.chain(chain) {
+				continue
+			}
+			want := tgt.Chains[chain]
+			have, ok := cur.Chains[chain]
+			svc := target.owner(chain)
+			switch {
+			case !ok:
+				out = append(out, Change{Table: name, Chain: chain, Op: OpCreate, Service: svc, Add: want})
+			case dispatchChains[chain]:
+				if c, ok := editShared(name, chain, have, want, in); ok {
+					out = append(out, c)
+				}
+			case !slices.Equal(have, want):
+				out = append(out, Change{Table: name, Chain: chain, Op: OpRewrite, Service: svc, Add: want, Remove: have})
+			}
+		}
+		for _, chain := range tgt.Kept {
+			if _, ok := cur.Chains[chain]; !ok && scope == nil {
+				out = append(out, Change{Table: name, Chain: chain, Op: OpCreate})
+			}
+		}
+		for _, chain := range slices.Sorted(maps.Keys(cur.Chains)) {
+			if _, ok := tgt.Chains[chain]; ok || !isServiceChain(chain) || !in.chain(chain) {
+				continue
+			}
+			out = append(out, Change{Table: name, Chain: chain, Op: OpDelete, Service: current.owner(chain), Remove: cur.Chains[chain]})
+		}
+		for _, chain := range []string{"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"} {
+			if scope != nil {
+				continue
+			}
+			add, remove := setDiff(cur.Jumps[chain], tgt.Jumps[chain])
+			if len(add)+len(remove) > 0 {
+				out = append(out, Change{Table: name, Chain: chain, Op: OpEdit, Add: add, Remove: remove})
+			}
+		}
+	}
+	return out
+}
+
+// editShared compares a shared chain's rules as sets, keeping the NodePort
+// dispatch last.
+func editShared(table, chain string, have, want []string, in planScope) (Change, bool) {
+	isTail := func(x string) bool {
+		return table == "nat" && chain == "KUBE-SERVICES" && strings.Contains(x, "kubernetes service nodeports;")
+	}
+	var haveBody, haveTail, wantBody, wantTail []string
+	for _, x := range have {
+		if isTail(x) {
+			haveTail = append(haveTail, x)
+		} else if in.rule(x) {
+			haveBody = append(haveBody, x)
+		}
+	}
+	for _, x := range want {
+		if isTail(x) {
+			wantTail = append(wantTail, x)
+		} else if in.rule(x) {
+			wantBody = append(wantBody, x)
+		}
+	}
+	add, remove := setDiff(haveBody, wantBody)
+	c := Change{Table: table, Chain: chain, Op: OpEdit, Add: add, Remove: remove}
+	if in.service == "" {
+		// The dispatch must be the chain's last rules, in order.
+		n := len(haveTail)
+		if !slices.Equal(haveTail, wantTail) || n > 0 && !slices.Equal(have[len(have)-n:], haveTail) {
+			c.Remove = append(c.Remove, haveTail...)
+			c.Add = append(c.Add, wantTail...)
+		}
+	}
+	if len(c.Add)+len(c.Remove) == 0 {
+		return c, false
+	}
+	c.Service = commonService(append(slices.Clone(c.Add), c.Remove...))
+	return c, true
+}
+
+// setDiff compares two lists of rules as multisets: what want has more of
+// (in want's order) and what have has more of (in have's order).
+func setDiff(have, want []string) (add, remove []string) {
+	count := map[string]int{}
+	for _, x := range have {
+		count[x]++
+	}
+	for _, x := range want {
+		if count[x] > 0 {
+			count[x]--
+			continue
+		}
+		add = append(add, x)
+	}
+	for _, x := range have {
+		if count[x] > 0 {
+			count[x]--
+			remove = append(remove, x)
+		}
+	}
+	return add, remove
+}
+
+// commonService is the Service port every rule's comment names, or "".
+func commonService(rules []string) string {
+	svc := ""
+	for _, x := range rules {
+		s, ok := ruleService(x)
+		if !ok || svc != "" && s != svc {
+			return ""
+		}
+		svc = s
+	}
+	return svc
+}
+
+// ruleService is the Service port a rule's comment names.
+func ruleService(x string) (string, bool) {
+	i := strings.Index(x, "--comment ")
+	if i < 0 {
+		return "", false
+	}
+	c := x[i+len("--comment "):]
+	if strings.HasPrefix(c, `"`) {
+		end := strings.Index(c[1:], `"`)
+		if end < 0 {
+			return "", false
+		}
+		c = c[1 : end+1]
+	} else {
+		c, _, _ = strings.Cut(c, " ")
+	}
+	return SPNFromComment(c)
+}

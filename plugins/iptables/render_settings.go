@@ -1,0 +1,134 @@
+package iptables
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// SettingsInput is what RenderSettings are worked out from: kube-proxy's
+// configuration as svctrace knows it, the node's addresses, and the
+// layout the kernel holds now (for the facts only the kernel tells).
+type SettingsInput struct {
+	Family string
+	Config snapshot.ProxyConfig
+	// NodeIPs are the node's addresses of the family, primary first.
+	NodeIPs []string
+	// LocalAddrs are every address of the node's interfaces.
+	LocalAddrs []string
+	// PodCIDRs are the Node object's spec.podCIDRs (for NodeCIDR).
+	PodCIDRs []string
+	// Current is kube-proxy's part of the kernel's rules now (nil if
+	// unknown).
+	Current *Layout
+}
+
+// Settings works out the render settings. Notes say which were taken from
+// the kernel's current rules and which were assumed for want of them.
+func Settings(in SettingsInput) (RenderSettings, []string) {
+	s := RenderSettings{Family: in.Family, MasqueradeBit: 14, MasqueradeAll: in.Config.MasqueradeAll, LocalhostNodePorts: true}
+	var notes []string
+	if in.Config.MasqueradeBit != nil {
+		s.MasqueradeBit = *in.Config.MasqueradeBit
+	}
+	if in.Config.LocalhostNodePorts != nil {
+		s.LocalhostNodePorts = *in.Config.LocalhostNodePorts
+	}
+	if len(in.NodeIPs) > 0 {
+		s.NodeIP = in.NodeIPs[0]
+	}
+	s.Local = LocalDetector{Mode: in.Config.DetectLocalMode}
+	switch in.Config.DetectLocalMode {
+	case "", "ClusterCIDR":
+		s.Local.CIDR = ofFamily(in.Config.ClusterCIDRs, in.Family)
+	case "NodeCIDR":
+		s.Local.CIDR = ofFamily(in.PodCIDRs, in.Family)
+	case "BridgeInterface":
+		s.Local.Interface = in.Config.BridgeInterface
+	case "InterfaceNamePrefix":
+		s.Local.Interface = in.Config.InterfaceNamePrefix
+	}
+	s.NodePortIPs = nodePortIPs(in)
+
+	cur := in.Current
+	s.RandomFully, s.NFAcct, s.ConntrackLiberal = true, true, false
+	if cur == nil || cur.Empty() {
+		notes = append(notes, "kube-proxy's rules are absent: assumed MASQUERADE --random-fully, nfacct counters, and INVALID packets dropped, as kube-proxy has them on a current kernel")
+		return s, notes
+	}
+	nat, filter := cur.Tables["nat"], cur.Tables["filter"]
+	for _, x := range nat.Chains["KUBE-POSTROUTING"] {
+		if ruleTarget(x) == "MASQUERADE" {
+			s.RandomFully = strings.Contains(x, "--random-fully")
+		}
+	}
+	fwd := filter.Chains["KUBE-FORWARD"]
+	if len(fwd) > 0 {
+		invalid := slices.IndexFunc(fwd, func(x string) bool { return strings.Contains(x, "--ctstate INVALID") })
+		s.ConntrackLiberal = invalid < 0
+		if invalid >= 0 {
+			s.NFAcct = strings.Contains(fwd[invalid], "-m nfacct")
+		}
+	}
+	if s.ConntrackLiberal || len(fwd) == 0 {
+		// Only the localhost NodePort rules tell, where there are any.
+		for _, x := range nat.Chains["KUBE-NODEPORTS"] {
+			if strings.Contains(x, " -d 127.0.0.0/8 ") {
+				s.NFAcct = strings.Contains(x, "-m nfacct")
+			}
+		}
+	}
+	return s, notes
+}
+
+// ofFamily is the first CIDR of the family in a list.
+func ofFamily(cidrs []string, family string) string {
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(c))
+		if err == nil && p.Addr().Is4() == (family != "IPv6") {
+			return p.Masked().String()
+		}
+	}
+	return ""
+}
+
+// nodePortIPs are the addresses --nodeport-addresses selects, nil when it
+// selects every local address.
+func nodePortIPs(in SettingsInput) []string {
+	if len(in.Config.NodePortAddresses) == 0 {
+		return nil
+	}
+	var out []string
+	for _, sel := range in.Config.NodePortAddresses {
+		if sel == "primary" {
+			out = append(out, in.NodeIPs...)
+			continue
+		}
+		p, err := netip.ParsePrefix(sel)
+		if err != nil {
+			continue
+		}
+		if p.Bits() == 0 && p.Addr().Is4() == (in.Family != "IPv6") {
+			return nil
+		}
+		for _, a := range in.LocalAddrs {
+			if prefixHolds(p.String(), a) {
+				out = append(out, a)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// prefixHolds reports whether the CIDR holds the address.
+func prefixHolds(cidr, addr string) bool {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(addr)
+	return err == nil && p.Contains(a)
+}

@@ -1,0 +1,300 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/suggest"
+)
+
+// RulesOptions steer a rules plan.
+type RulesOptions struct {
+	Node string
+	// Service, "namespace/name", limits the plan to that Service's
+	// chains and rules.
+	Service string
+	// KubeProxyVersion is the version whose layout to render when the
+	// node does not tell it (or to override what it tells).
+	KubeProxyVersion string
+	// Backend is the iptables backend to write (legacy or nf_tables),
+	// when the node's rules do not show which kube-proxy uses.
+	Backend string
+}
+
+// RulesPlan is what reconcile rules would change on a node: per IP
+// family, the differences between kube-proxy's part of the kernel and the
+// layout kube-proxy would program, and the drift findings each fixes.
+type RulesPlan struct {
+	metav1.TypeMeta `json:",inline"`
+	Node            string `json:"node"`
+	Mode            string `json:"mode"`
+	// KubeProxyVersion is the layout rendered, and VersionSource where
+	// the version came from.
+	KubeProxyVersion string             `json:"kubeProxyVersion"`
+	VersionSource    string             `json:"versionSource"`
+	Service          string             `json:"service,omitempty"`
+	Families         []FamilyPlan       `json:"families"`
+	Findings         []behavior.Finding `json:"findings,omitempty"`
+	Notes            []string           `json:"notes,omitempty"`
+	// Apply is what --apply did, when it ran.
+	Apply *RulesApply `json:"apply,omitempty"`
+}
+
+// DeepCopyObject implements runtime.Object for the printers.
+func (p *RulesPlan) DeepCopyObject() runtime.Object {
+	return analysis.DeepCopyReport(p, &RulesPlan{})
+}
+
+// FamilyPlan is one IP family's part of a plan.
+type FamilyPlan struct {
+	Family  string          `json:"family"`
+	Backend string          `json:"backend"`
+	Changes []PlannedChange `json:"changes,omitempty"`
+	// Payload is the iptables-restore input that makes the changes.
+	Payload string `json:"payload,omitempty"`
+	target  *iptables.Layout
+}
+
+// PlannedChange is one change, with the findings it fixes.
+type PlannedChange struct {
+	iptables.Change
+	Fixes []string `json:"fixes,omitempty"`
+}
+
+// Changes counts the plan's changes over every family.
+func (p *RulesPlan) Changes() int {
+	n := 0
+	for _, f := range p.Families {
+		n += len(f.Changes)
+	}
+	return n
+}
+
+// layoutVersions are the kube-proxy minor versions whose iptables layout
+// svctrace renders: v1.33 to v1.36 write the same rules.
+var layoutVersions = []int{33, 34, 35, 36}
+
+// PlanRules works out the repair of a node's kube-proxy rules from a
+// snapshot that holds the node's kernel state and the API objects.
+func PlanRules(s *snapshot.Snapshot, o RulesOptions) (*RulesPlan, error) {
+	ns, ok := s.Node(o.Node)
+	if !ok {
+		var names []string
+		for _, n := range s.Nodes {
+			names = append(names, n.Name)
+		}
+		return nil, fmt.Errorf("node %q is not in the snapshot; %s", o.Node, suggest.Hint(o.Node, names, "nodes in the snapshot"))
+	}
+	if s.Cluster == nil {
+		return nil, errors.New("a repair renders kube-proxy's rules from the API objects: the snapshot has none")
+	}
+	p := &RulesPlan{TypeMeta: analysis.NewTypeMeta("RulesPlan"), Node: o.Node, Service: o.Service}
+	nodeVersion, nodeSource := ns.KubeProxy.Version, "the node's kube-proxy"
+	if nodeVersion == "" {
+		nodeVersion, nodeSource = podVersion(s.Cluster, o.Node)
+	}
+	version, source, err := layoutVersion(nodeVersion, nodeSource, o.KubeProxyVersion)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", o.Node, err)
+	}
+	p.KubeProxyVersion, p.VersionSource = version, source
+	for _, family := range []string{"IPv4", "IPv6"} {
+		current, backend, ok, err := iptables.NodeLayout(ns, family, o.Backend)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		fp, findings, err := planFamily(s, ns, family, backend, current, p, o)
+		if err != nil {
+			return nil, err
+		}
+		p.Families = append(p.Families, fp)
+		p.Findings = append(p.Findings, findings...)
+	}
+	if len(p.Families) == 0 {
+		return nil, fmt.Errorf("node %s: the snapshot holds no iptables-save dump, which a repair of iptables mode starts from", o.Node)
+	}
+	return p, nil
+}
+
+func planFamily(s *snapshot.Snapshot, ns *snapshot.NodeState, family, backend string, current *iptables.Layout, p *RulesPlan, o RulesOptions) (FamilyPlan, []behavior.Finding, error) {
+	fp := FamilyPlan{Family: family, Backend: backend}
+	a, err := analysis.Analyze(s, o.Node, family)
+	if err != nil {
+		return fp, nil, err
+	}
+	if a.View == nil {
+		return fp, nil, errors.New("a repair renders kube-proxy's rules from the API objects: the snapshot has none")
+	}
+	mode := a.Config.Mode
+	if mode == "" && a.Plane != nil {
+		mode = a.Plane.Mode()
+	}
+	if mode != "" && mode != "iptables" {
+		return fp, nil, fmt.Errorf("node %s runs kube-proxy in %s mode: reconcile rules renders iptables mode only so far", o.Node, mode)
+	}
+	p.Mode = "iptables"
+	if o.Service != "" {
+		ns, name, _ := strings.Cut(o.Service, "/")
+		if len(a.View.Find(ns, name)) == 0 {
+			if _, skipped := a.View.SkipReason(ns, name); !skipped && !serviceExists(s.Cluster, ns, name) {
+				return fp, nil, fmt.Errorf("service %s is not in the API objects; %s", o.Service, suggest.Hint(o.Service, serviceNames(s.Cluster), "Services"))
+			}
+		}
+	}
+	var podCIDRs []string
+	for _, n := range s.Cluster.Nodes {
+		if n.Name == o.Node {
+			podCIDRs = n.Spec.PodCIDRs
+		}
+	}
+	settings, notes := iptables.Settings(iptables.SettingsInput{
+		Family: family, Config: a.Config, NodeIPs: addrStrings(a.NodeIPs), LocalAddrs: addrStrings(a.LocalAddrs),
+		PodCIDRs: podCIDRs, Current: current,
+	})
+	for _, n := range notes {
+		p.Notes = append(p.Notes, family+": "+n)
+	}
+	if !settings.Local.Implemented() && !settings.MasqueradeAll && len(a.View.Ports) > 0 {
+		p.Notes = append(p.Notes, family+": no cluster CIDR is known (none in kube-proxy's configuration or rules): rendered without the local-traffic detector's rules, as kube-proxy does; give --cluster-cidr if the node's kube-proxy has one")
+	}
+	target := iptables.Render(a.View, settings)
+	var scope *iptables.Scope
+	if o.Service != "" {
+		scope = &iptables.Scope{Service: o.Service}
+	}
+	changes := iptables.Diff(current, target, scope)
+	fp.target = target
+	fp.Payload = iptables.Payload(changes)
+	findings := a.Findings
+	if o.Service != "" {
+		findings = slices.DeleteFunc(slices.Clone(findings), func(f behavior.Finding) bool { return serviceOf(f.Service) != o.Service })
+	}
+	for _, c := range changes {
+		fp.Changes = append(fp.Changes, PlannedChange{Change: c, Fixes: fixes(c, findings)})
+	}
+	return fp, findings, nil
+}
+
+// fixes names the findings a change bears on: those of its Service
+// port, and those whose rules name its chain.
+func fixes(c iptables.Change, findings []behavior.Finding) []string {
+	var out []string
+	for _, f := range findings {
+		hit := c.Service != "" && (f.Service == c.Service || f.Service == serviceOf(c.Service))
+		if hit && f.Endpoint != "" && strings.HasPrefix(c.Chain, iptables.PrefixSEP) {
+			// An endpoint's chain bears on that endpoint's findings only.
+			hit = slices.ContainsFunc(append(slices.Clone(c.Add), c.Remove...), func(x string) bool {
+				return strings.HasSuffix(x, "--to-destination "+f.Endpoint)
+			})
+		}
+		for _, r := range f.Rules {
+			hit = hit || strings.Contains(r, c.Chain+" ") && strings.HasPrefix(c.Chain, "KUBE-") && !strings.Contains(c.Chain, "SERVICES") && !strings.Contains(c.Chain, "NODEPORTS")
+		}
+		if hit {
+			out = append(out, describeFinding(f))
+		}
+	}
+	return out
+}
+
+// serviceOf is the "namespace/name" of a Service port name.
+func serviceOf(spn string) string {
+	svc, _, _ := strings.Cut(spn, ":")
+	return svc
+}
+
+func describeFinding(f behavior.Finding) string {
+	s := f.Type
+	if f.Service != "" {
+		s += " " + f.Service
+	}
+	if len(f.Frontends) > 0 {
+		s += " " + strings.Join(f.Frontends, ", ")
+	}
+	if f.Endpoint != "" {
+		s += " endpoint " + f.Endpoint
+	}
+	return s
+}
+
+// layoutVersion picks the layout to render: the version given, else the
+// node's; it must be one whose layout svctrace knows.
+func layoutVersion(node, nodeSource, given string) (version, source string, err error) {
+	version, source = node, nodeSource
+	if given != "" {
+		version, source = given, "--kube-proxy-version"
+	}
+	if version == "" {
+		return "", "", errors.New("kube-proxy's version is unknown (its /configz and /metrics did not answer, and no kube-proxy Pod on the node names it): give the version running there with --kube-proxy-version")
+	}
+	v := strings.TrimPrefix(version, "v")
+	major, rest, _ := strings.Cut(v, ".")
+	minorText, _, _ := strings.Cut(rest, ".")
+	minor, err := strconv.Atoi(minorText)
+	if major != "1" || err != nil {
+		return "", "", fmt.Errorf("kube-proxy version %q (from %s) is not a version svctrace can read", version, source)
+	}
+	if !slices.Contains(layoutVersions, minor) {
+		return "", "", fmt.Errorf("kube-proxy %s (from %s): svctrace renders the iptables layout of v1.33 to v1.36, and a release outside them may lay its rules out otherwise", version, source)
+	}
+	return version, source, nil
+}
+
+// podVersion is the version in the image of the node's kube-proxy Pod
+// (a DaemonSet's, or a static Pod), when the API objects hold one.
+func podVersion(c *snapshot.Cluster, node string) (string, string) {
+	for _, pod := range c.Pods {
+		if pod.Spec.NodeName != node || pod.Namespace != "kube-system" {
+			continue
+		}
+		for _, ctr := range pod.Spec.Containers {
+			if ctr.Name != "kube-proxy" && !strings.Contains(ctr.Image, "/kube-proxy:") {
+				continue
+			}
+			if _, tag, ok := strings.Cut(ctr.Image[strings.LastIndex(ctr.Image, "/")+1:], ":"); ok && strings.HasPrefix(tag, "v1.") {
+				tag, _, _ = strings.Cut(tag, "@")
+				return tag, "the image of Pod kube-system/" + pod.Name
+			}
+		}
+	}
+	return "", ""
+}
+
+func addrStrings(as []netip.Addr) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
+}
+
+func serviceExists(c *snapshot.Cluster, ns, name string) bool {
+	for _, s := range c.Services {
+		if s.Namespace == ns && s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func serviceNames(c *snapshot.Cluster) []string {
+	var out []string
+	for _, s := range c.Services {
+		out = append(out, s.Namespace+"/"+s.Name)
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+//go:build linux
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/svctrace/plugins/iptables"
+)
+
+// TestReconcileIPTables repairs a node's iptables rules with kube-proxy
+// (v1.36, iptables mode) stopped, and holds the repair to kube-proxy's
+// own: drift is empty and real traffic lands where it should after the
+// write, kube-proxy's next full sync changes nothing, a stop in the middle
+// of a write leaves the old state or the new one, rollback puts the old
+// one back, and other components' rules are untouched byte for byte.
+func TestReconcileIPTables(t *testing.T) {
+	c := startMatrix(t, "iptables", "")
+	waitDrift(t, c, "node1", nil)
+	// Other components' rules in kube-proxy's tables: a CNI's chains and
+	// a user's rule in INPUT, written while kube-proxy runs.
+	if out, err := c.Exec("node1", "sh", "-c", strings.Join([]string{"set -e",
+		"iptables -t filter -N CNI-FORWARD-TEST",
+		"iptables -t filter -A CNI-FORWARD-TEST -s 10.244.0.0/16 -d 10.244.0.0/16 -m comment --comment \"cni test\" -j ACCEPT",
+		"iptables -t filter -A FORWARD -j CNI-FORWARD-TEST",
+		"iptables -t nat -N CNI-HOSTPORT-TEST",
+		"iptables -t nat -A CNI-HOSTPORT-TEST -p tcp --dport 8081 -j DNAT --to-destination 10.244.1.99:80",
+		"iptables -t nat -A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-TEST",
+		"iptables -I INPUT 1 -p tcp --dport 2222 -j ACCEPT",
+	}, "\n")); err != nil {
+		t.Fatalf("adding other components' rules: %v\n%s", err, out)
+	}
+	foreign := foreignRules(t, c)
+
+	if err := c.StopKubeProxy("node1"); err != nil {
+		t.Fatal(err)
+	}
+	// Kernel edits: an endpoint gone from a Service's rules, a NodePort
+	// rule deleted, a stale endpoint chain, a jump deleted; and an API
+	// change kube-proxy did not see: a new Service without endpoints.
+	removeEndpointFromRules(t, c, "default/web:http", "default/web/tcp/http", c.pods["web-1"].IP)
+	edit(t, c, "iptables -t nat -S KUBE-NODEPORTS | grep 'default/web-np:http' | grep -v nfacct | sed 's/^-A/-D/' | xargs -L1 iptables -t nat",
+		"iptables -t nat -N KUBE-SEP-STALESTALESTALE1",
+		"iptables -t nat -A KUBE-SEP-STALESTALESTALE1 -p tcp -m tcp -j DNAT --to-destination 10.244.9.9:80",
+		"iptables -D FORWARD -m comment --comment 'kubernetes forwarding rules' -j KUBE-FORWARD")
+	c.Apply(t, `apiVersion: v1
+kind: Service
+metadata: {name: added, namespace: default}
+spec:
+  selector: {app: nothing}
+  ports: [{name: http, port: 80, protocol: TCP}]
+`)
+	before, _ := c.drift(t, "node1")
+	if len(before) == 0 {
+		t.Fatal("drift finds nothing after the edits")
+	}
+	t.Logf("drift before: %q", before)
+
+	out, code := c.svctrace(t, "node1", "reconcile", "rules", "--local", "--node", "node1", "--kube-proxy-version", "v1.36.3")
+	t.Logf("dry run:\n%s", out)
+	if code != 1 || !strings.Contains(out, "dry run: nothing written") {
+		t.Fatalf("dry run: exit %d, want 1", code)
+	}
+	for _, want := range []string{"KUBE-SEP-STALESTALESTALE1", "default/added:http has no endpoints", "fixes MissingEndpoint default/web:http"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the dry run does not show %q", want)
+		}
+	}
+	if got := foreignRules(t, c); got != foreign {
+		t.Fatalf("a dry run changed other rules:\n%s", got)
+	}
+
+	backup := filepath.Join(t.TempDir(), "first.yaml")
+	out, code = c.svctrace(t, "node1", "reconcile", "rules", "--local", "--node", "node1", "--kube-proxy-version", "v1.36.3", "--apply", "--backup", backup)
+	t.Logf("apply:\n%s", out)
+	if code != 0 || !strings.Contains(out, "read again: no drift") {
+		t.Fatalf("apply: exit %d", code)
+	}
+	waitDrift(t, c, "node1", nil)
+	if got := foreignRules(t, c); got != foreign {
+		t.Errorf("the apply changed other components' rules:\nbefore:\n%s\nafter:\n%s", foreign, got)
+	}
+	repaired := kubeLayout(t, c)
+	t.Run("traffic", func(t *testing.T) { checkTraffic(t, c) })
+
+	t.Run("kube-proxy's first sync", func(t *testing.T) {
+		if err := c.startProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := kubeLayout(t, c); got != repaired {
+			t.Errorf("kube-proxy's first full sync changed the repaired rules:\n%s", lineDiff(repaired, got))
+		}
+		// A repair under a running kube-proxy is refused, and says which.
+		removeEndpointFromRules(t, c, "default/web:http", "default/web/tcp/http", c.pods["web-2"].IP)
+		out, code := c.svctrace(t, "node1", "reconcile", "rules", "--local", "--node", "node1", "--kube-proxy-version", "v1.36.3", "--apply", "--backup", filepath.Join(t.TempDir(), "refused.yaml"))
+		if code != 2 || !strings.Contains(out, "kube-proxy v1.36") || !strings.Contains(out, "synced its rules") || !strings.Contains(out, "--force") {
+			t.Errorf("apply under a running kube-proxy: exit %d:\n%s", code, out)
+		}
+		if err := c.StopKubeProxy("node1"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("stopped mid-apply", func(t *testing.T) {
+		old := kubeLayout(t, c)
+		if old == repaired {
+			t.Fatal("nothing to repair")
+		}
+		dir := t.TempDir()
+		first := filepath.Join(dir, "after-backup.yaml")
+		stopped(t, c, "after-backup", first)
+		if got := kubeLayout(t, c); got != old {
+			t.Errorf("stopped after the backup, the kernel changed:\n%s", lineDiff(old, got))
+		}
+		if _, err := os.Stat(first); err != nil {
+			t.Errorf("no backup: %v", err)
+		}
+		second := filepath.Join(dir, "during-write.yaml")
+		stopped(t, c, "during-write", second)
+		// The restore tool, started before the stop, finishes by itself.
+		var got string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			got = kubeLayout(t, c)
+			if got == repaired || time.Now().After(deadline) {
+				break
+			}
+		}
+		if got != repaired && got != old {
+			t.Fatalf("stopped during the write, the kernel holds a mix:\n%s", lineDiff(repaired, got))
+		}
+		out, err := c.Exec("node1", c.bin, "reconcile", "rollback", second)
+		if err != nil {
+			t.Fatalf("rollback: %v:\n%s", err, out)
+		}
+		t.Logf("rollback:\n%s", out)
+		if got := kubeLayout(t, c); got != old {
+			t.Errorf("rollback did not put the old rules back:\n%s", lineDiff(old, got))
+		}
+		if got := foreignRules(t, c); got != foreign {
+			t.Errorf("rollback changed other components' rules:\n%s", got)
+		}
+	})
+}
+
+// stopped runs an apply that svctrace stops itself at a stage.
+func stopped(t *testing.T, c *cluster, stage, backup string) {
+	t.Helper()
+	ns, err := c.NetNS("node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", ns, c.bin, "reconcile", "rules", "--local", "--node", "node1", "--kube-proxy-version", "v1.36.3", "--apply", "--backup", backup, "--kubeconfig", c.Kubeconfig)
+	cmd.Env = append(os.Environ(), "SVCTRACE_RECONCILE_STOP_AT="+stage)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "stopping here") {
+		t.Fatalf("apply stopped at %s: %v\n%s", stage, err, out)
+	}
+}
+
+// edit runs shell commands on node1.
+func edit(t *testing.T, c *cluster, cmds ...string) {
+	t.Helper()
+	if out, err := c.Exec("node1", "sh", "-c", "set -e\n"+strings.Join(cmds, "\n")); err != nil {
+		t.Fatalf("editing iptables: %v\n%s", err, out)
+	}
+}
+
+// kubeLayout is kube-proxy's part of node1's IPv4 rules, normalised for
+// what kube-proxy does not keep: counters, and the order of the rules of
+// the chains every Service shares.
+func kubeLayout(t *testing.T, c *cluster) string {
+	t.Helper()
+	text, err := c.Exec("node1", "iptables-save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := iptables.ReadLayout("IPv4", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Normalized()
+}
+
+var counters = regexp.MustCompile(`\[\d+:\d+\]`)
+
+// foreignRules are node1's IPv4 rules that are not kube-proxy's, as
+// iptables-save prints them, with counters.
+func foreignRules(t *testing.T, c *cluster) string {
+	t.Helper()
+	text, err := c.Exec("node1", "iptables-save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "#") || strings.Contains(line, "KUBE-") {
+			continue
+		}
+		// A built-in chain's counters move with traffic; its rules do not.
+		keep = append(keep, counters.ReplaceAllString(line, "[0:0]"))
+	}
+	return strings.Join(keep, "\n")
+}
+
+// lineDiff lists the lines only one of two texts has.
+func lineDiff(want, got string) string {
+	in := func(text string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(text, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
+}
