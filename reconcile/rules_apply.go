@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/inspect"
-	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -36,8 +36,8 @@ type ApplyOptions struct {
 
 // RulesApply is what an apply did.
 type RulesApply struct {
-	Backup  string       `json:"backup,omitempty"`
-	Written []FamilyPlan `json:"written,omitempty"`
+	Backup  string                  `json:"backup,omitempty"`
+	Written []*dataplane.RepairPlan `json:"written,omitempty"`
 	// Remaining are the drift findings read after the write.
 	Remaining []behavior.Finding `json:"remaining,omitempty"`
 	// RolledBack says the write was undone, and Reason why.
@@ -67,16 +67,14 @@ func ApplyRules(ctx context.Context, p *RulesPlan, o ApplyOptions) (*RulesApply,
 	}
 	res.Backup = o.Backup
 	hook(StageAfterBackup)
-	var scope *iptables.Scope
-	if p.Service != "" {
-		scope = &iptables.Scope{Service: p.Service}
-	}
 	for _, f := range p.Families {
 		if len(f.Changes) == 0 {
 			continue
 		}
-		fp, err := restoreLayout(ctx, f.Family, f.Backend, f.target, scope, func() { hook(StageDuringWrite) })
-		res.Written = append(res.Written, fp)
+		written, err := f.planner.Write(ctx, f.plan, func() { hook(StageDuringWrite) })
+		if written != nil {
+			res.Written = append(res.Written, written)
+		}
 		if err != nil {
 			return res, rollBack(ctx, res, backup, fmt.Sprintf("writing %s: %v", f.Family, err))
 		}

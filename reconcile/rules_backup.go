@@ -10,27 +10,19 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
-// RulesBackup is a node's iptables state before a repair: each family's
-// whole dump of the backend written, of which a rollback restores
-// kube-proxy's part.
+// RulesBackup is a node's kube-proxy state before a repair: per family,
+// the plane's whole state as read from the kernel, of which a rollback
+// restores kube-proxy's part.
 type RulesBackup struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Node       string         `json:"node"`
-	TakenAt    time.Time      `json:"takenAt"`
-	Families   []BackupFamily `json:"families"`
-}
-
-// BackupFamily is one family's dump in a backup.
-type BackupFamily struct {
-	Family  string `json:"family"`
-	Backend string `json:"backend"`
-	// Text is the save tool's output.
-	Text string `json:"text"`
+	APIVersion string                 `json:"apiVersion"`
+	Kind       string                 `json:"kind"`
+	Node       string                 `json:"node"`
+	TakenAt    time.Time              `json:"takenAt"`
+	Families   []dataplane.BackupPart `json:"families"`
 }
 
 // DefaultBackupDir is where --apply keeps its backups on the node unless
@@ -42,16 +34,16 @@ func BackupName(node string, at time.Time) string {
 	return fmt.Sprintf("rules-%s-%s.yaml", node, at.UTC().Format("20060102T150405Z"))
 }
 
-// TakeBackup dumps each family of the plan from the kernel and writes
-// them to path, synced to disk before it returns.
+// TakeBackup reads from the kernel each family's state the plan would
+// change and writes it to path, synced to disk before it returns.
 func TakeBackup(ctx context.Context, p *RulesPlan, path string, now time.Time) (*RulesBackup, error) {
 	b := &RulesBackup{APIVersion: snapshot.APIVersion, Kind: "RulesBackup", Node: p.Node, TakenAt: now.UTC()}
 	for _, f := range p.Families {
-		text, err := iptables.SaveKernel(ctx, f.Backend, f.Family)
+		part, err := f.planner.Backup(ctx, f.plan)
 		if err != nil {
 			return nil, fmt.Errorf("backup: %w", err)
 		}
-		b.Families = append(b.Families, BackupFamily{Family: f.Family, Backend: f.Backend, Text: text})
+		b.Families = append(b.Families, part)
 	}
 	data, err := yaml.Marshal(b)
 	if err != nil {
@@ -97,69 +89,25 @@ func LoadBackup(path string) (*RulesBackup, error) {
 	return &b, nil
 }
 
-// Rollback is what a rollback changed, per family.
-type Rollback struct {
-	Node     string
-	Families []FamilyPlan
-}
-
 // RollbackRules puts kube-proxy's part of each family back as the backup
-// holds it, and checks the kernel then holds it. Other components' rules
-// are left as they are now.
-func RollbackRules(ctx context.Context, b *RulesBackup) (*Rollback, error) {
-	r := &Rollback{Node: b.Node}
+// holds it, and checks the kernel then holds it. Other components' state
+// is left as it is now. It returns what each family's rollback changed.
+func RollbackRules(ctx context.Context, b *RulesBackup) ([]*dataplane.RepairPlan, error) {
+	var done []*dataplane.RepairPlan
 	var errs []error
-	for _, bf := range b.Families {
-		target, err := iptables.ReadLayout(bf.Family, bf.Text)
+	for _, part := range b.Families {
+		r, err := repairer(part.Mode)
 		if err != nil {
-			return r, fmt.Errorf("backup, %s: %w", bf.Family, err)
+			errs = append(errs, err)
+			continue
 		}
-		fp, err := restoreLayout(ctx, bf.Family, bf.Backend, target, nil, nil)
-		r.Families = append(r.Families, fp)
+		p, err := r.Restore(ctx, part)
+		if p != nil {
+			done = append(done, p)
+		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", bf.Family, err))
+			errs = append(errs, fmt.Errorf("%s: %w", part.Family, err))
 		}
 	}
-	return r, errors.Join(errs...)
-}
-
-// restoreLayout takes kube-proxy's part of a family in the kernel to the
-// target layout, then reads it back: what differs then is an error.
-func restoreLayout(ctx context.Context, family, backend string, target *iptables.Layout, scope *iptables.Scope, started func()) (FamilyPlan, error) {
-	fp := FamilyPlan{Family: family, Backend: backend, target: target}
-	current, err := kernelLayout(ctx, family, backend)
-	if err != nil {
-		return fp, err
-	}
-	changes := iptables.Diff(current, target, scope)
-	for _, c := range changes {
-		fp.Changes = append(fp.Changes, PlannedChange{Change: c})
-	}
-	if len(changes) == 0 {
-		return fp, nil
-	}
-	fp.Payload = iptables.Payload(changes)
-	if err := iptables.RestoreKernel(ctx, backend, family, fp.Payload, started); err != nil {
-		return fp, err
-	}
-	after, err := kernelLayout(ctx, family, backend)
-	if err != nil {
-		return fp, err
-	}
-	if left := iptables.Diff(after, target, scope); len(left) > 0 {
-		return fp, fmt.Errorf("read back, the kernel still differs: %s %s %s", left[0].Op, left[0].Table, left[0].Chain)
-	}
-	return fp, nil
-}
-
-func kernelLayout(ctx context.Context, family, backend string) (*iptables.Layout, error) {
-	text, err := iptables.SaveKernel(ctx, backend, family)
-	if err != nil {
-		return nil, err
-	}
-	l, err := iptables.ReadLayout(family, text)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s dump: %w", family, backend, err)
-	}
-	return l, nil
+	return done, errors.Join(errs...)
 }

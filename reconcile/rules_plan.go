@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +12,8 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/suggest"
 )
@@ -59,16 +59,17 @@ func (p *RulesPlan) DeepCopyObject() runtime.Object {
 // FamilyPlan is one IP family's part of a plan.
 type FamilyPlan struct {
 	Family  string          `json:"family"`
-	Backend string          `json:"backend"`
+	Backend string          `json:"backend,omitempty"`
 	Changes []PlannedChange `json:"changes,omitempty"`
-	// Payload is the iptables-restore input that makes the changes.
+	// Payload is what the plane writes to make the changes.
 	Payload string `json:"payload,omitempty"`
-	target  *iptables.Layout
+	plan    *dataplane.RepairPlan
+	planner dataplane.Repairer
 }
 
 // PlannedChange is one change, with the findings it fixes.
 type PlannedChange struct {
-	iptables.Change
+	dataplane.Change
 	Fixes []string `json:"fixes,omitempty"`
 }
 
@@ -80,10 +81,6 @@ func (p *RulesPlan) Changes() int {
 	}
 	return n
 }
-
-// layoutVersions are the kube-proxy minor versions whose iptables layout
-// svctrace renders: v1.33 to v1.36 write the same rules.
-var layoutVersions = []int{33, 34, 35, 36}
 
 // PlanRules works out the repair of a node's kube-proxy rules from a
 // snapshot that holds the node's kernel state and the API objects.
@@ -110,16 +107,12 @@ func PlanRules(s *snapshot.Snapshot, o RulesOptions) (*RulesPlan, error) {
 	}
 	p.KubeProxyVersion, p.VersionSource = version, source
 	for _, family := range []string{"IPv4", "IPv6"} {
-		current, backend, ok, err := iptables.NodeLayout(ns, family, o.Backend)
+		fp, findings, ok, err := planFamily(s, ns, family, p, o)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			continue
-		}
-		fp, findings, err := planFamily(s, ns, family, backend, current, p, o)
-		if err != nil {
-			return nil, err
 		}
 		p.Families = append(p.Families, fp)
 		p.Findings = append(p.Findings, findings...)
@@ -130,29 +123,36 @@ func PlanRules(s *snapshot.Snapshot, o RulesOptions) (*RulesPlan, error) {
 	return p, nil
 }
 
-func planFamily(s *snapshot.Snapshot, ns *snapshot.NodeState, family, backend string, current *iptables.Layout, p *RulesPlan, o RulesOptions) (FamilyPlan, []behavior.Finding, error) {
-	fp := FamilyPlan{Family: family, Backend: backend}
+// planFamily plans one family with the plane of the node's mode; ok false
+// when the node has no state of that plane for the family.
+func planFamily(s *snapshot.Snapshot, ns *snapshot.NodeState, family string, p *RulesPlan, o RulesOptions) (FamilyPlan, []behavior.Finding, bool, error) {
+	var fp FamilyPlan
+	if !hasFamily(ns, family) {
+		return fp, nil, false, nil
+	}
 	a, err := analysis.Analyze(s, o.Node, family)
 	if err != nil {
-		return fp, nil, err
+		return fp, nil, false, err
 	}
 	if a.View == nil {
-		return fp, nil, errors.New("a repair renders kube-proxy's rules from the API objects: the snapshot has none")
+		return fp, nil, false, errors.New("a repair renders kube-proxy's rules from the API objects: the snapshot has none")
 	}
 	mode := a.Config.Mode
 	if mode == "" && a.Plane != nil {
 		mode = a.Plane.Mode()
 	}
-	if mode != "" && mode != "iptables" {
-		return fp, nil, fmt.Errorf("node %s runs kube-proxy in %s mode: reconcile rules renders iptables mode only so far", o.Node, mode)
+	if mode == "" {
+		mode = "iptables"
 	}
-	p.Mode = "iptables"
+	r, err := repairer(mode)
+	if err != nil {
+		return fp, nil, false, fmt.Errorf("node %s: %w", o.Node, err)
+	}
+	p.Mode = mode
 	if o.Service != "" {
-		ns, name, _ := strings.Cut(o.Service, "/")
-		if len(a.View.Find(ns, name)) == 0 {
-			if _, skipped := a.View.SkipReason(ns, name); !skipped && !serviceExists(s.Cluster, ns, name) {
-				return fp, nil, fmt.Errorf("service %s is not in the API objects; %s", o.Service, suggest.Hint(o.Service, serviceNames(s.Cluster), "Services"))
-			}
+		nsName, name, _ := strings.Cut(o.Service, "/")
+		if !serviceExists(s.Cluster, nsName, name) {
+			return fp, nil, false, fmt.Errorf("service %s is not in the API objects; %s", o.Service, suggest.Hint(o.Service, serviceNames(s.Cluster), "Services"))
 		}
 	}
 	var podCIDRs []string
@@ -161,48 +161,67 @@ func planFamily(s *snapshot.Snapshot, ns *snapshot.NodeState, family, backend st
 			podCIDRs = n.Spec.PodCIDRs
 		}
 	}
-	settings, notes := iptables.Settings(iptables.SettingsInput{
-		Family: family, Config: a.Config, NodeIPs: addrStrings(a.NodeIPs), LocalAddrs: addrStrings(a.LocalAddrs),
-		PodCIDRs: podCIDRs, Current: current,
+	plan, ok, err := r.PlanRepair(dataplane.RepairInput{
+		State: ns, Family: family, View: a.View, Config: a.Config, Version: p.KubeProxyVersion,
+		NodeIPs: addrStrings(a.NodeIPs), LocalAddrs: addrStrings(a.LocalAddrs), PodCIDRs: podCIDRs,
+		Service: o.Service, Backend: o.Backend,
 	})
-	for _, n := range notes {
+	if err != nil {
+		return fp, nil, false, fmt.Errorf("node %s, %s: %w", o.Node, family, err)
+	}
+	if !ok {
+		return fp, nil, false, nil
+	}
+	for _, n := range plan.Notes {
 		p.Notes = append(p.Notes, family+": "+n)
 	}
-	if !settings.Local.Implemented() && !settings.MasqueradeAll && len(a.View.Ports) > 0 {
-		p.Notes = append(p.Notes, family+": no cluster CIDR is known (none in kube-proxy's configuration or rules): rendered without the local-traffic detector's rules, as kube-proxy does; give --cluster-cidr if the node's kube-proxy has one")
-	}
-	target := iptables.Render(a.View, settings)
-	var scope *iptables.Scope
-	if o.Service != "" {
-		scope = &iptables.Scope{Service: o.Service}
-	}
-	changes := iptables.Diff(current, target, scope)
-	fp.target = target
-	fp.Payload = iptables.Payload(changes)
 	findings := a.Findings
 	if o.Service != "" {
 		findings = slices.DeleteFunc(slices.Clone(findings), func(f behavior.Finding) bool { return serviceOf(f.Service) != o.Service })
 	}
-	for _, c := range changes {
+	fp = FamilyPlan{Family: family, Backend: plan.Backend, Payload: plan.Payload, plan: plan, planner: r}
+	for _, c := range plan.Changes {
 		fp.Changes = append(fp.Changes, PlannedChange{Change: c, Fixes: fixes(c, findings)})
 	}
-	return fp, findings, nil
+	return fp, findings, true, nil
 }
 
-// fixes names the findings a change bears on: those of its Service
-// port, and those whose rules name its chain.
-func fixes(c iptables.Change, findings []behavior.Finding) []string {
+// repairer is the plane that repairs a mode.
+func repairer(mode string) (dataplane.Repairer, error) {
+	for _, l := range plugins.Loaders() {
+		if l.Mode() != mode {
+			continue
+		}
+		if r, ok := l.(dataplane.Repairer); ok {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("kube-proxy runs in %s mode there: reconcile rules renders iptables mode only so far", mode)
+}
+
+// hasFamily reports whether the node's state has a dump of the family, or
+// one for every family.
+func hasFamily(ns *snapshot.NodeState, family string) bool {
+	for _, d := range ns.Dumps {
+		if d.Family == family || d.Family == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// fixes names the findings a change bears on: those of its Service port
+// (of its endpoint, for a change that sends to endpoints), and those that
+// name its object.
+func fixes(c dataplane.Change, findings []behavior.Finding) []string {
 	var out []string
 	for _, f := range findings {
 		hit := c.Service != "" && (f.Service == c.Service || f.Service == serviceOf(c.Service))
-		if hit && f.Endpoint != "" && strings.HasPrefix(c.Chain, iptables.PrefixSEP) {
-			// An endpoint's chain bears on that endpoint's findings only.
-			hit = slices.ContainsFunc(append(slices.Clone(c.Add), c.Remove...), func(x string) bool {
-				return strings.HasSuffix(x, "--to-destination "+f.Endpoint)
-			})
+		if hit && f.Endpoint != "" && len(c.Endpoints) > 0 {
+			hit = slices.Contains(c.Endpoints, f.Endpoint)
 		}
-		for _, r := range f.Rules {
-			hit = hit || strings.Contains(r, c.Chain+" ") && strings.HasPrefix(c.Chain, "KUBE-") && !strings.Contains(c.Chain, "SERVICES") && !strings.Contains(c.Chain, "NODEPORTS")
+		if c.Service == "" && len(c.Endpoints) > 0 && f.Endpoint != "" && f.Service == "" {
+			hit = slices.Contains(c.Endpoints, f.Endpoint)
 		}
 		if hit {
 			out = append(out, describeFinding(f))
@@ -240,16 +259,6 @@ func layoutVersion(node, nodeSource, given string) (version, source string, err 
 	}
 	if version == "" {
 		return "", "", errors.New("kube-proxy's version is unknown (its /configz and /metrics did not answer, and no kube-proxy Pod on the node names it): give the version running there with --kube-proxy-version")
-	}
-	v := strings.TrimPrefix(version, "v")
-	major, rest, _ := strings.Cut(v, ".")
-	minorText, _, _ := strings.Cut(rest, ".")
-	minor, err := strconv.Atoi(minorText)
-	if major != "1" || err != nil {
-		return "", "", fmt.Errorf("kube-proxy version %q (from %s) is not a version svctrace can read", version, source)
-	}
-	if !slices.Contains(layoutVersions, minor) {
-		return "", "", fmt.Errorf("kube-proxy %s (from %s): svctrace renders the iptables layout of v1.33 to v1.36, and a release outside them may lay its rules out otherwise", version, source)
 	}
 	return version, source, nil
 }

@@ -22,7 +22,7 @@ func TestPlanBundledSnapshots(t *testing.T) {
 		}
 		for _, f := range p.Families {
 			for _, c := range f.Changes {
-				t.Errorf("%s %s %s: %s %s %s\n add: %q\n remove: %q", n.Name, f.Family, f.Backend, c.Op, c.Table, c.Chain, c.Add, c.Remove)
+				t.Errorf("%s %s %s: %s %s %s\n add: %q\n remove: %q", n.Name, f.Family, f.Backend, c.Op, c.Table, c.Object, c.Add, c.Remove)
 			}
 		}
 		if len(p.Families) != 2 {
@@ -50,7 +50,7 @@ func TestPlanSeesEdits(t *testing.T) {
 	}
 	for _, f := range p.Families {
 		for _, c := range f.Changes {
-			t.Logf("%s %s: %s %s %s %s fixes %q", f.Family, f.Backend, c.Op, c.Table, c.Chain, c.Service, c.Fixes)
+			t.Logf("%s %s: %s %s %s %s fixes %q", f.Family, f.Backend, c.Op, c.Table, c.Object, c.Service, c.Fixes)
 		}
 		t.Logf("payload:\n%s", f.Payload)
 	}

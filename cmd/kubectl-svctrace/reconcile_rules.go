@@ -168,7 +168,7 @@ func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
 			if c.Service != "" {
 				svc = "  (" + c.Service + ")"
 			}
-			fmt.Fprintf(w, "  %s %s %s%s\n", c.Op, c.Table, c.Chain, svc)
+			fmt.Fprintf(w, "  %s %s %s%s\n", c.Op, c.Table, c.Object, svc)
 			for _, line := range changeLines(c.Change.Op, c.Add, c.Remove) {
 				fmt.Fprintf(w, "      %s\n", line)
 			}
@@ -260,11 +260,9 @@ Exit codes: 0 restored, 2 error.`,
 			if err != nil {
 				return err
 			}
-			r, err := reconcile.RollbackRules(cmd.Context(), b)
-			if r != nil {
-				for _, f := range r.Families {
-					fmt.Fprintf(streams.Out, "%s (%s backend): %s put back\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
-				}
+			done, err := reconcile.RollbackRules(cmd.Context(), b)
+			for _, f := range done {
+				fmt.Fprintf(streams.Out, "%s (%s backend): %s put back\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
 			}
 			if err != nil {
 				return err

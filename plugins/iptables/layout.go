@@ -191,37 +191,3 @@ func (l *Layout) Text() string {
 	}
 	return b.String()
 }
-
-// Normalized is Text with the rules of the chains every Service shares
-// sorted (kube-proxy writes them in a map's order), the NodePort dispatch
-// kept last: two layouts kube-proxy would take for the same are then the
-// same text.
-func (l *Layout) Normalized() string {
-	n := &Layout{Family: l.Family, Tables: map[string]*LayoutTable{}}
-	for name, t := range l.Tables {
-		c := &LayoutTable{Chains: map[string][]string{}, Jumps: map[string][]string{}, Kept: t.Kept}
-		for chain, rules := range t.Chains {
-			rules = slices.Clone(rules)
-			if dispatchChains[chain] {
-				slices.SortStableFunc(rules, func(a, b string) int {
-					ta, tb := strings.Contains(a, "kubernetes service nodeports;"), strings.Contains(b, "kubernetes service nodeports;")
-					switch {
-					case ta != tb && ta:
-						return 1
-					case ta != tb:
-						return -1
-					case ta:
-						return 0
-					}
-					return strings.Compare(a, b)
-				})
-			}
-			c.Chains[chain] = rules
-		}
-		for chain, rules := range t.Jumps {
-			c.Jumps[chain] = slices.Sorted(slices.Values(rules))
-		}
-		n.Tables[name] = c
-	}
-	return n.Text()
-}

@@ -4,25 +4,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
-)
 
-// Change is one difference between kube-proxy's part of the kernel and
-// the layout it should hold, as the operation that removes it.
-type Change struct {
-	Table string `json:"table"`
-	Chain string `json:"chain"`
-	// Op is create (a missing chain, with its rules), rewrite (a chain
-	// whose rules differ: flushed and written again), delete (a chain
-	// nothing should hold: flushed and removed), or edit (rules added to
-	// or removed from a chain shared with other Services, or a built-in
-	// chain's jumps).
-	Op string `json:"op"`
-	// Service is the Service port ("ns/name:port") the chain or rules
-	// belong to, when one does.
-	Service string   `json:"service,omitempty"`
-	Add     []string `json:"add,omitempty"`
-	Remove  []string `json:"remove,omitempty"`
-}
+	"github.com/svctrace/svctrace/dataplane"
+)
 
 // Change operations.
 const (
@@ -43,8 +27,8 @@ type Scope struct {
 // shares compare as sets (kube-proxy does not keep their order), except
 // the NodePort dispatch that must stay last in nat KUBE-SERVICES. With a
 // scope, only that Service's chains and rules are compared.
-func Diff(current, target *Layout, scope *Scope) []Change {
-	var out []Change
+func Diff(current, target *Layout, scope *Scope) []dataplane.Change {
+	var out []dataplane.Change
 	for _, name := range layoutTables {
 		cur, tgt := current.Tables[name], target.Tables[name]
 		in := scopeOf(name, cur, tgt, target, scope)
@@ -57,25 +41,25 @@ func Diff(current, target *Layout, scope *Scope) []Change {
 			svc := target.owner(chain)
 			switch {
 			case !ok:
-				out = append(out, Change{Table: name, Chain: chain, Op: OpCreate, Service: svc, Add: want})
+				out = append(out, dataplane.Change{Table: name, Object: chain, Op: OpCreate, Service: svc, Add: want})
 			case dispatchChains[chain]:
 				if c, ok := editShared(name, chain, have, want, in); ok {
 					out = append(out, c)
 				}
 			case !slices.Equal(have, want):
-				out = append(out, Change{Table: name, Chain: chain, Op: OpRewrite, Service: svc, Add: want, Remove: have})
+				out = append(out, dataplane.Change{Table: name, Object: chain, Op: OpRewrite, Service: svc, Add: want, Remove: have})
 			}
 		}
 		for _, chain := range tgt.Kept {
 			if _, ok := cur.Chains[chain]; !ok && scope == nil {
-				out = append(out, Change{Table: name, Chain: chain, Op: OpCreate})
+				out = append(out, dataplane.Change{Table: name, Object: chain, Op: OpCreate})
 			}
 		}
 		for _, chain := range slices.Sorted(maps.Keys(cur.Chains)) {
 			if _, ok := tgt.Chains[chain]; ok || !isServiceChain(chain) || !in.chain(chain) {
 				continue
 			}
-			out = append(out, Change{Table: name, Chain: chain, Op: OpDelete, Service: current.owner(chain), Remove: cur.Chains[chain]})
+			out = append(out, dataplane.Change{Table: name, Object: chain, Op: OpDelete, Service: current.owner(chain), Remove: cur.Chains[chain]})
 		}
 		for _, chain := range []string{"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"} {
 			if scope != nil {
@@ -83,7 +67,7 @@ func Diff(current, target *Layout, scope *Scope) []Change {
 			}
 			add, remove := setDiff(cur.Jumps[chain], tgt.Jumps[chain])
 			if len(add)+len(remove) > 0 {
-				out = append(out, Change{Table: name, Chain: chain, Op: OpEdit, Add: add, Remove: remove})
+				out = append(out, dataplane.Change{Table: name, Object: chain, Op: OpEdit, Add: add, Remove: remove})
 			}
 		}
 	}
@@ -92,7 +76,7 @@ func Diff(current, target *Layout, scope *Scope) []Change {
 
 // editShared compares a shared chain's rules as sets, keeping the NodePort
 // dispatch last.
-func editShared(table, chain string, have, want []string, in planScope) (Change, bool) {
+func editShared(table, chain string, have, want []string, in planScope) (dataplane.Change, bool) {
 	isTail := func(x string) bool {
 		return table == "nat" && chain == "KUBE-SERVICES" && strings.Contains(x, "kubernetes service nodeports;")
 	}
@@ -112,7 +96,7 @@ func editShared(table, chain string, have, want []string, in planScope) (Change,
 		}
 	}
 	add, remove := setDiff(haveBody, wantBody)
-	c := Change{Table: table, Chain: chain, Op: OpEdit, Add: add, Remove: remove}
+	c := dataplane.Change{Table: table, Object: chain, Op: OpEdit, Add: add, Remove: remove}
 	if in.service == "" {
 		// The dispatch must be the chain's last rules, in order.
 		n := len(haveTail)

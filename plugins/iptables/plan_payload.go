@@ -3,6 +3,8 @@ package iptables
 import (
 	"slices"
 	"strings"
+
+	"github.com/svctrace/svctrace/dataplane"
 )
 
 // Payload is the iptables-restore --noflush input that makes the changes,
@@ -11,10 +13,10 @@ import (
 // are deleted and inserted one by one in the chains shared with other
 // Services and in the built-in chains, and removed chains are flushed and
 // then deleted once nothing jumps to them.
-func Payload(changes []Change) string {
+func Payload(changes []dataplane.Change) string {
 	var b strings.Builder
 	for _, table := range layoutTables {
-		var cs []Change
+		var cs []dataplane.Change
 		for _, c := range changes {
 			if c.Table == table {
 				cs = append(cs, c)
@@ -26,7 +28,7 @@ func Payload(changes []Change) string {
 		b.WriteString("*" + table + "\n")
 		for _, c := range cs {
 			if c.Op != OpEdit {
-				b.WriteString(":" + c.Chain + " - [0:0]\n")
+				b.WriteString(":" + c.Object + " - [0:0]\n")
 			}
 		}
 		for _, c := range cs {
@@ -52,7 +54,7 @@ func Payload(changes []Change) string {
 				}
 			}
 			for _, x := range slices.Backward(head) {
-				b.WriteString("-I " + c.Chain + " 1" + strings.TrimPrefix(x, "-A "+c.Chain) + "\n")
+				b.WriteString("-I " + c.Object + " 1" + strings.TrimPrefix(x, "-A "+c.Object) + "\n")
 			}
 			for _, x := range tail {
 				b.WriteString(x + "\n")
@@ -67,7 +69,7 @@ func Payload(changes []Change) string {
 		}
 		for _, c := range cs {
 			if c.Op == OpDelete {
-				b.WriteString("-X " + c.Chain + "\n")
+				b.WriteString("-X " + c.Object + "\n")
 			}
 		}
 		b.WriteString("COMMIT\n")

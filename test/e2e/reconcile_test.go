@@ -3,15 +3,15 @@
 package e2e
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/svctrace/svctrace/plugins/iptables"
 )
 
 // TestReconcileIPTables repairs a node's iptables rules with kube-proxy
@@ -171,20 +171,55 @@ func edit(t *testing.T, c *cluster, cmds ...string) {
 	}
 }
 
-// kubeLayout is kube-proxy's part of node1's IPv4 rules, normalised for
-// what kube-proxy does not keep: counters, and the order of the rules of
-// the chains every Service shares.
+// kubeLayout is kube-proxy's part of node1's IPv4 rules (its chains and
+// their rules, its jumps from the built-in chains), normalised for what
+// kube-proxy does not keep: counters, and the order of the rules of the
+// chains every Service shares (and of its jumps).
 func kubeLayout(t *testing.T, c *cluster) string {
 	t.Helper()
 	text, err := c.Exec("node1", "iptables-save")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := iptables.ReadLayout("IPv4", text)
-	if err != nil {
-		t.Fatal(err)
+	unordered := map[string]bool{"KUBE-SERVICES": true, "KUBE-EXTERNAL-SERVICES": true, "KUBE-NODEPORTS": true,
+		"KUBE-PROXY-FIREWALL": true, "PREROUTING": true, "INPUT": true, "FORWARD": true, "OUTPUT": true, "POSTROUTING": true}
+	chains := map[string][]string{}
+	table := ""
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "*"):
+			table = line[1:]
+		case strings.HasPrefix(line, ":KUBE-"):
+			name, _, _ := strings.Cut(line[1:], " ")
+			chains[table+" "+name] = append(chains[table+" "+name], "")
+		case strings.HasPrefix(line, "-A "):
+			chain, _, _ := strings.Cut(line[3:], " ")
+			if strings.HasPrefix(chain, "KUBE-") || strings.Contains(line, " -j KUBE-") {
+				chains[table+" "+chain] = append(chains[table+" "+chain], line)
+			}
+		}
 	}
-	return l.Normalized()
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(chains)) {
+		rules := chains[key]
+		_, chain, _ := strings.Cut(key, " ")
+		if unordered[chain] {
+			// The NodePort dispatch stays last: it must.
+			slices.SortStableFunc(rules, func(a, b string) int {
+				ta, tb := strings.Contains(a, "nodeports; NOTE"), strings.Contains(b, "nodeports; NOTE")
+				if ta != tb {
+					if ta {
+						return 1
+					}
+					return -1
+				}
+				return strings.Compare(a, b)
+			})
+		}
+		out = append(out, "["+key+"]")
+		out = append(out, rules...)
+	}
+	return strings.Join(out, "\n")
 }
 
 var counters = regexp.MustCompile(`\[\d+:\d+\]`)

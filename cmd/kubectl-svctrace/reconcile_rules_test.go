@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/svctrace/svctrace/reconcile"
+)
+
+// TestReconcileRulesCapture renders kube-proxy's rules from a real
+// kube-proxy v1.36.3 capture's objects: nothing to change on the capture,
+// and on the capture less one rule, exactly that rule back.
+func TestReconcileRulesCapture(t *testing.T) {
+	out, stderr, code := run(t, "reconcile", "rules", "--snapshot", importSnapshot(t, ""), "--kube-proxy-version", "v1.36.3")
+	if code != exitOK || !strings.Contains(out, "IPv4 (nf_tables backend): 0 changes") {
+		t.Fatalf("exit %d:\n%s%s", code, out, stderr)
+	}
+	broken := importSnapshot(t, "../../examples/node1-nginx-rule-deleted.iptables-save.txt")
+	out, stderr, code = run(t, "reconcile", "rules", "--snapshot", broken, "--kube-proxy-version", "v1.36.3", "-o", "json")
+	if code != exitDrift {
+		t.Fatalf("exit %d, want %d:\n%s%s", code, exitDrift, out, stderr)
+	}
+	var p reconcile.RulesPlan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind != "RulesPlan" || len(p.Families) != 1 || len(p.Families[0].Changes) != 1 {
+		t.Fatalf("plan: %s", out)
+	}
+	c := p.Families[0].Changes[0]
+	want := `-A KUBE-SVC-P4Q3KNUAWJVP4ILH -m comment --comment "default/nginx:http -> 10.244.0.5:8080" -m statistic --mode random --probability 0.33333333349 -j KUBE-SEP-DFWPZSRRP22P56ON`
+	if c.Op != "rewrite" || c.Object != "KUBE-SVC-P4Q3KNUAWJVP4ILH" || !strings.Contains(strings.Join(c.Add, "\n"), want) || len(c.Fixes) != 1 {
+		t.Errorf("change: %+v", c)
+	}
+	if !strings.HasPrefix(p.Families[0].Payload, "*nat\n:KUBE-SVC-P4Q3KNUAWJVP4ILH - [0:0]\n") {
+		t.Errorf("payload:\n%s", p.Families[0].Payload)
+	}
+	// Narrowed to another Service, nothing to change.
+	if out, stderr, code := run(t, "reconcile", "rules", "--snapshot", broken, "--kube-proxy-version", "v1.36.3", "--service", "shop/cart"); code != exitOK {
+		t.Errorf("--service shop/cart: exit %d:\n%s%s", code, out, stderr)
+	}
+	if out, _, code := run(t, "reconcile", "rules", "--snapshot", broken, "--kube-proxy-version", "v1.36.3", "--service", "default/nginx"); code != exitDrift || !strings.Contains(out, "KUBE-SVC-P4Q3KNUAWJVP4ILH") {
+		t.Errorf("--service default/nginx: exit %d:\n%s", code, out)
+	}
+}
+
+// TestReconcileRulesErrors: what cannot be rendered is an error naming
+// why, never an empty plan.
+func TestReconcileRulesErrors(t *testing.T) {
+	snap := importSnapshot(t, "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kube-proxy-version", "v1.36.3", "--service", "default/ngnix"}, "did you mean default/nginx"},
+		{[]string{"--node", "node3"}, `node "node3" is not in the snapshot`},
+		{[]string{"--kube-proxy-version", "v1.29.4"}, "svctrace renders the iptables layout of v1.33 to v1.36"},
+		{nil, "kube-proxy's version is unknown"},
+		{[]string{"--apply"}, "--apply changes the kernel: it needs --local"},
+		{[]string{"--kube-proxy-version", "v1.36.3", "--iptables-backend", "nft"}, "want legacy or nf_tables"},
+	} {
+		args := append([]string{"reconcile", "rules", "--snapshot", snap}, c.args...)
+		_, stderr, code := run(t, args...)
+		if code != exitError || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want %d and %q:\n%s", c.args, code, exitError, c.want, stderr)
+		}
+	}
+	_, stderr, code := run(t, "reconcile", "rules", "--snapshot", "../../examples/lab-nftables-v1.36.3.snapshot.yaml", "--node", "node1")
+	if code != exitError || !strings.Contains(stderr, "nftables mode") {
+		t.Errorf("nftables snapshot: exit %d:\n%s", code, stderr)
+	}
+}

@@ -1,0 +1,140 @@
+package iptables
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// layoutMinors are the kube-proxy v1 minor releases whose iptables layout
+// Render writes: v1.33 to v1.36 write the same rules (and each was read
+// against a capture or the lab).
+var layoutMinors = []int{33, 34, 35, 36}
+
+// checkVersion refuses a version whose layout Render does not know.
+func checkVersion(version string) error {
+	v := strings.TrimPrefix(version, "v")
+	major, rest, _ := strings.Cut(v, ".")
+	minorText, _, _ := strings.Cut(rest, ".")
+	minor, err := strconv.Atoi(minorText)
+	if major != "1" || err != nil {
+		return fmt.Errorf("kube-proxy version %q is not a version svctrace can read", version)
+	}
+	if !slices.Contains(layoutMinors, minor) {
+		return fmt.Errorf("kube-proxy %s: svctrace renders the iptables layout of v1.33 to v1.36, and a release outside them may lay its rules out otherwise", version)
+	}
+	return nil
+}
+
+// PlanRepair renders kube-proxy's iptables layout for the view and
+// compares it with the node's rules of the family, in the backend given
+// or the one holding kube-proxy's chains.
+func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool, error) {
+	if err := checkVersion(in.Version); err != nil {
+		return nil, false, err
+	}
+	current, backend, ok, err := NodeLayout(in.State, in.Family, in.Backend)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	settings, notes := Settings(SettingsInput{Family: in.Family, Config: in.Config, NodeIPs: in.NodeIPs,
+		LocalAddrs: in.LocalAddrs, PodCIDRs: in.PodCIDRs, Current: current})
+	if !settings.Local.Implemented() && !settings.MasqueradeAll && len(in.View.Ports) > 0 {
+		notes = append(notes, "no cluster CIDR is known (none in kube-proxy's configuration or rules): rendered without the local-traffic detector's rules, as kube-proxy does; give --cluster-cidr if the node's kube-proxy has one")
+	}
+	target := Render(in.View, settings)
+	p := &dataplane.RepairPlan{Family: in.Family, Backend: backend, Notes: notes, Target: target, Service: in.Service}
+	p.Changes = withEndpoints(Diff(current, target, scopeFor(in.Service)))
+	p.Payload = Payload(p.Changes)
+	return p, true, nil
+}
+
+func scopeFor(service string) *Scope {
+	if service == "" {
+		return nil
+	}
+	return &Scope{Service: service}
+}
+
+// withEndpoints names the endpoints each change's rules DNAT to.
+func withEndpoints(cs []dataplane.Change) []dataplane.Change {
+	for i := range cs {
+		for _, x := range append(slices.Clone(cs[i].Add), cs[i].Remove...) {
+			if _, ep, ok := strings.Cut(x, " -j DNAT --to-destination "); ok && !slices.Contains(cs[i].Endpoints, ep) {
+				cs[i].Endpoints = append(cs[i].Endpoints, ep)
+			}
+		}
+	}
+	return cs
+}
+
+// Backup dumps the family's tables of the plan's backend.
+func (Loader) Backup(ctx context.Context, p *dataplane.RepairPlan) (dataplane.BackupPart, error) {
+	text, err := SaveKernel(ctx, p.Backend, p.Family)
+	if err != nil {
+		return dataplane.BackupPart{}, err
+	}
+	return dataplane.BackupPart{Mode: "iptables", Family: p.Family, Backend: p.Backend, Text: text}, nil
+}
+
+// Write takes kube-proxy's part of the kernel to the plan's render.
+func (Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func()) (*dataplane.RepairPlan, error) {
+	target, ok := p.Target.(*Layout)
+	if !ok {
+		return nil, fmt.Errorf("iptables: the plan holds no render")
+	}
+	return restoreLayout(ctx, p.Family, p.Backend, target, scopeFor(p.Service), started)
+}
+
+// Restore puts kube-proxy's part of a backup back.
+func (Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplane.RepairPlan, error) {
+	target, err := ReadLayout(part.Family, part.Text)
+	if err != nil {
+		return nil, fmt.Errorf("backup, %s: %w", part.Family, err)
+	}
+	return restoreLayout(ctx, part.Family, part.Backend, target, nil, nil)
+}
+
+// restoreLayout writes what takes the kernel's layout to the target, then
+// reads it back: what differs then is an error.
+func restoreLayout(ctx context.Context, family, backend string, target *Layout, scope *Scope, started func()) (*dataplane.RepairPlan, error) {
+	p := &dataplane.RepairPlan{Family: family, Backend: backend, Target: target}
+	current, err := kernelLayout(ctx, family, backend)
+	if err != nil {
+		return p, err
+	}
+	p.Changes = withEndpoints(Diff(current, target, scope))
+	if len(p.Changes) == 0 {
+		return p, nil
+	}
+	p.Payload = Payload(p.Changes)
+	if err := RestoreKernel(ctx, backend, family, p.Payload, started); err != nil {
+		return p, err
+	}
+	after, err := kernelLayout(ctx, family, backend)
+	if err != nil {
+		return p, err
+	}
+	if left := Diff(after, target, scope); len(left) > 0 {
+		return p, fmt.Errorf("read back, the kernel still differs: %s %s %s", left[0].Op, left[0].Table, left[0].Object)
+	}
+	return p, nil
+}
+
+func kernelLayout(ctx context.Context, family, backend string) (*Layout, error) {
+	text, err := SaveKernel(ctx, backend, family)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ReadLayout(family, text)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s dump: %w", family, backend, err)
+	}
+	return l, nil
+}
+
+var _ dataplane.Repairer = Loader{}
