@@ -59,8 +59,9 @@ objects come from the kubeconfig or --objects FILE.
 
 Exit codes:
   0  success; for drift: no drift found
-  1  drift found (drift), or stale conntrack entries listed by a
-     "reconcile conntrack" dry run (or left after --apply)
+  1  drift found (drift), stale conntrack entries listed by a
+     "reconcile conntrack" dry run (or left after --apply), or changes listed
+     by a "reconcile rules" dry run (or findings left after --apply)
   2  error: bad input (a flag, a Service reference, an unreadable or damaged
      dump or snapshot), or a Service, port, namespace or node that is not
      there
