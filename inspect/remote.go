@@ -75,26 +75,9 @@ func (r Remote) AgentPod(ctx context.Context, node string) (*corev1.Pod, error) 
 // Exec runs argv in a container of a Pod, with stdin, and returns its
 // standard output; a failure carries its standard error.
 func (r Remote) Exec(ctx context.Context, pod *corev1.Pod, container string, argv []string, stdin io.Reader) ([]byte, error) {
-	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
+	out, errOut, err := r.exec(ctx, pod, container, argv, stdin)
 	if err != nil {
-		return nil, err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(r.Config, "POST", req.URL())
-	if err != nil {
-		return nil, err
-	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	var stdout, stderr bytes.Buffer
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
+		msg := strings.TrimSpace(string(errOut))
 		// A refused upgrade carries the API's message, not its status.
 		if apierrors.IsForbidden(err) || strings.Contains(err.Error(), "is forbidden") {
 			return nil, fmt.Errorf("exec in Pod %s/%s is forbidden by RBAC (the CLI needs create of pods/exec there; deploy/cli-rbac.yaml has the roles): %w", pod.Namespace, pod.Name, err)
@@ -104,7 +87,31 @@ func (r Remote) Exec(ctx context.Context, pod *corev1.Pod, container string, arg
 		}
 		return nil, fmt.Errorf("%s in Pod %s/%s: %w", strings.Join(argv, " "), pod.Namespace, pod.Name, err)
 	}
-	return stdout.Bytes(), nil
+	return out, nil
+}
+
+// exec runs argv in a container and returns its standard output and
+// error; a non-zero exit is an error that is a utilexec.ExitError.
+func (r Remote) exec(ctx context.Context, pod *corev1.Pod, container string, argv []string, stdin io.Reader) ([]byte, []byte, error) {
+	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
+	if err != nil {
+		return nil, nil, err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(r.Config, "POST", req.URL())
+	if err != nil {
+		return nil, nil, err
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
+	return stdout.Bytes(), stderr.Bytes(), err
 }
 
 // NodeState reads the kernel state of the node a Pod runs on, as

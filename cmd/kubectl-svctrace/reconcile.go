@@ -46,13 +46,7 @@ Exit codes: 0 nothing stale (or all of it deleted), 1 stale entries listed
   kubectl svctrace reconcile conntrack --local --node "$(hostname)" --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(); err != nil {
-				return err
-			}
-			if o.apply && !o.local {
-				return errors.New("--apply changes the kernel: it needs --local (run it on the node)")
-			}
-			if err := o.validate(); err != nil {
+			if err := o.completeApply(o.apply, false); err != nil {
 				return err
 			}
 			return o.run(cmd)
@@ -61,6 +55,22 @@ Exit codes: 0 nothing stale (or all of it deleted), 1 stale entries listed
 	o.addFlags(cmd, true)
 	cmd.Flags().BoolVar(&o.apply, "apply", false, "Delete the stale entries (default: only list them)")
 	return cmd
+}
+
+// completeApply completes and validates the options of a repair, which
+// with --apply writes to the kernel of the node it runs on (--local), or
+// where remote allows, of the node through its agent.
+func (o *commonOptions) completeApply(apply, remote bool) error {
+	if err := o.complete(); err != nil {
+		return err
+	}
+	switch {
+	case apply && o.snapshotFile != "":
+		return errors.New("--apply changes a node's kernel: not with --snapshot")
+	case apply && !o.local && !remote:
+		return errors.New("--apply changes the kernel: it needs --local (run it on the node)")
+	}
+	return o.validate()
 }
 
 func (o *reconcileConntrackOptions) run(cmd *cobra.Command) error {

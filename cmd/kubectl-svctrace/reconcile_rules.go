@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,13 +62,7 @@ is rolled back).`,
   kubectl svctrace reconcile rules --local --node "$(hostname)" --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(); err != nil {
-				return err
-			}
-			if o.apply && !o.local {
-				return errors.New("--apply changes the kernel: it needs --local (run it on the node)")
-			}
-			if err := o.validate(); err != nil {
+			if err := o.completeApply(o.apply, true); err != nil {
 				return err
 			}
 			if o.service != "" && !strings.Contains(o.service, "/") {
@@ -95,6 +89,9 @@ func (o *reconcileRulesOptions) options() reconcile.RulesOptions {
 func (o *reconcileRulesOptions) run(ctx context.Context) error {
 	if o.backend != "" && o.backend != "legacy" && o.backend != "nf_tables" {
 		return fmt.Errorf("--iptables-backend %q: want legacy or nf_tables", o.backend)
+	}
+	if o.apply && !o.local {
+		return o.applyThroughAgent(ctx)
 	}
 	s, err := o.snapshot(ctx)
 	if err != nil {
@@ -147,12 +144,55 @@ func (o *reconcileRulesOptions) write(ctx context.Context, p *reconcile.RulesPla
 		Hook: func(stage string) {
 			if stage == stopAt {
 				fmt.Fprintf(o.ErrOut, "%s=%s: stopping here\n", stopAtEnv, stage)
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				if self, err := os.FindProcess(os.Getpid()); err == nil {
+					_ = self.Kill()
+				}
 			}
 		},
 	})
 	p.Apply = res
 	return err
+}
+
+// applyThroughAgent runs the apply on the node, in its agent's Pod: the
+// agent reads the API objects and the kernel there, and keeps the backup
+// on the node.
+func (o *reconcileRulesOptions) applyThroughAgent(ctx context.Context) error {
+	r, err := o.remote()
+	if err != nil {
+		return err
+	}
+	args := []string{"reconcile", "rules", "--local", "--node", o.node, "--apply", "-o", "json"}
+	for flag, v := range map[string]string{"--service": o.service, "--kube-proxy-version": o.kubeProxyVersion, "--iptables-backend": o.backend, "--backup": o.backup} {
+		if v != "" {
+			args = append(args, flag, v)
+		}
+	}
+	if o.force {
+		args = append(args, "--force")
+	}
+	stdout, stderr, code, err := r.RunOnNode(ctx, o.node, args...)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(stdout) == "" {
+		return &exitCodeError{code: exitError, err: fmt.Errorf("node %s: the agent's reconcile rules: %s", o.node, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), "error: ")))}
+	}
+	var p reconcile.RulesPlan
+	if err := json.Unmarshal([]byte(stdout), &p); err != nil {
+		return fmt.Errorf("node %s: the agent's answer: %w", o.node, err)
+	}
+	if err := o.print(&p, func(wide bool) { renderRulesPlan(o.Out, &p, wide) }); err != nil {
+		return err
+	}
+	if code != exitOK {
+		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), "error: "))
+		if msg == "" {
+			return &exitCodeError{code: code}
+		}
+		return &exitCodeError{code: code, err: errors.New(msg)}
+	}
+	return nil
 }
 
 func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
@@ -242,34 +282,4 @@ func renderApply(w io.Writer, a *reconcile.RulesApply) {
 	for _, f := range a.Remaining {
 		fmt.Fprintf(w, "  %s %s: %s\n", f.Type, f.Service, f.Message)
 	}
-}
-
-func newReconcileRollbackCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "rollback FILE",
-		Short: "Put back kube-proxy's rules as a backup of reconcile rules --apply holds them",
-		Long: `Put kube-proxy's chains, and its jumps in the built-in chains, back as the
-backup FILE holds them, on the node this runs on, in one iptables-restore
---noflush per IP family. Other components' rules are left as they are now.
-
-Exit codes: 0 restored, 2 error.`,
-		Example: `  kubectl svctrace reconcile rollback /var/lib/svctrace/backups/rules-node1-20261124T101500Z.yaml`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := reconcile.LoadBackup(args[0])
-			if err != nil {
-				return err
-			}
-			done, err := reconcile.RollbackRules(cmd.Context(), b)
-			for _, f := range done {
-				fmt.Fprintf(streams.Out, "%s (%s backend): %s put back\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(streams.Out, "node %s: kube-proxy's rules are as of %s\n", b.Node, b.TakenAt.Format(time.RFC3339))
-			return nil
-		},
-	}
-	return cmd
 }

@@ -57,7 +57,7 @@ func TestReconcileRulesErrors(t *testing.T) {
 		{[]string{"--node", "node3"}, `node "node3" is not in the snapshot`},
 		{[]string{"--kube-proxy-version", "v1.29.4"}, "svctrace renders the iptables layout of v1.33 to v1.36"},
 		{nil, "kube-proxy's version is unknown"},
-		{[]string{"--apply"}, "--apply changes the kernel: it needs --local"},
+		{[]string{"--apply"}, "--apply changes a node's kernel: not with --snapshot"},
 		{[]string{"--kube-proxy-version", "v1.36.3", "--iptables-backend", "nft"}, "want legacy or nf_tables"},
 	} {
 		args := append([]string{"reconcile", "rules", "--snapshot", snap}, c.args...)

@@ -41,6 +41,12 @@ func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool,
 	if err != nil || !ok {
 		return nil, ok, err
 	}
+	if current.Empty() && len(in.View.Ports) == 0 {
+		// kube-proxy may well not run this family here: nothing of it is
+		// in the kernel, and no Service has an address of it.
+		return &dataplane.RepairPlan{Family: in.Family, Backend: backend, Service: in.Service,
+			Notes: []string{"kube-proxy's rules of this family are absent and no Service has an address of it: left alone"}}, true, nil
+	}
 	settings, notes := Settings(SettingsInput{Family: in.Family, Config: in.Config, NodeIPs: in.NodeIPs,
 		LocalAddrs: in.LocalAddrs, PodCIDRs: in.PodCIDRs, Current: current})
 	if !settings.Local.Implemented() && !settings.MasqueradeAll && len(in.View.Ports) > 0 {

@@ -368,6 +368,22 @@ spec:
 			!regexp.MustCompile(`node node2 \(iptables mode\): \d+ frontends? checked, 0 findings`).MatchString(out) {
 			t.Errorf("drift --all-nodes after the rule was deleted: exit %d\n%s", code, out)
 		}
+		// The repair from the workstation, through node1's agent, which
+		// keeps the backup on the node; then its rollback.
+		out, code = cli("reconcile", "rules", "--node", "node1", "--apply", "--kube-proxy-version", "v1.36.3")
+		backup := regexp.MustCompile(`backup: (/var/lib/svctrace/backups/rules-node1-\S+\.yaml)`).FindStringSubmatch(out)
+		if code != 0 || backup == nil || !strings.Contains(out, "read again: no drift") || !strings.Contains(out, "fixes MissingEndpoint default/web:http") {
+			t.Fatalf("reconcile rules --node node1 --apply: exit %d\n%s", code, out)
+		}
+		if out, code := cli("drift", "--node", "node1", "-A"); code != 0 {
+			t.Errorf("drift after the repair: exit %d\n%s", code, out)
+		}
+		if out, code := cli("reconcile", "rollback", "--node", "node1", backup[1]); code != 0 || !strings.Contains(out, "1 change put back") {
+			t.Errorf("reconcile rollback --node node1: exit %d\n%s", code, out)
+		}
+		if out, code := cli("drift", "--node", "node1", "-A"); code != 1 || !strings.Contains(out, "MissingEndpoint") {
+			t.Errorf("drift after the rollback: exit %d\n%s", code, out)
+		}
 		if err := l.StartKubeProxyPod("node1"); err != nil {
 			t.Fatal(err)
 		}

@@ -20,8 +20,21 @@ import (
 // write, kube-proxy's next full sync changes nothing, a stop in the middle
 // of a write leaves the old state or the new one, rollback puts the old
 // one back, and other components' rules are untouched byte for byte.
+// It runs on both iptables backends: kube-proxy writes to the one its
+// iptables tools use, and the repair must find and write that one.
 func TestReconcileIPTables(t *testing.T) {
+	t.Run("nf_tables", func(t *testing.T) { reconcileIPTables(t, "nf_tables") })
+	t.Run("legacy", func(t *testing.T) {
+		useLegacyIPTables(t)
+		reconcileIPTables(t, "legacy")
+	})
+}
+
+func reconcileIPTables(t *testing.T, backend string) {
 	c := startMatrix(t, "iptables", "")
+	if got := iptablesBackend(t, c.Lab); got != backend {
+		t.Fatalf("kube-proxy wrote to the %s backend, want %s", got, backend)
+	}
 	waitDrift(t, c, "node1", nil)
 	// Other components' rules in kube-proxy's tables: a CNI's chains and
 	// a user's rule in INPUT, written while kube-proxy runs.
@@ -64,7 +77,7 @@ spec:
 
 	out, code := c.svctrace(t, "node1", "reconcile", "rules", "--local", "--node", "node1", "--kube-proxy-version", "v1.36.3")
 	t.Logf("dry run:\n%s", out)
-	if code != 1 || !strings.Contains(out, "dry run: nothing written") {
+	if code != 1 || !strings.Contains(out, "dry run: nothing written") || !strings.Contains(out, "IPv4 ("+backend+" backend)") {
 		t.Fatalf("dry run: exit %d, want 1", code)
 	}
 	for _, want := range []string{"KUBE-SEP-STALESTALESTALE1", "default/added:http has no endpoints", "fixes MissingEndpoint default/web:http"} {
