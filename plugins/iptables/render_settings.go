@@ -53,6 +53,9 @@ func Settings(in SettingsInput) (RenderSettings, []string) {
 	s.NodePortIPs = nodePortIPs(in)
 
 	cur := in.Current
+	if in.Config.Source != "configz" && cur != nil {
+		notes = append(notes, inferNodePorts(&s, in, cur)...)
+	}
 	s.RandomFully, s.NFAcct, s.ConntrackLiberal = true, true, false
 	if cur == nil || cur.Empty() {
 		notes = append(notes, "kube-proxy's rules are absent: assumed MASQUERADE --random-fully, nfacct counters, and INVALID packets dropped, as kube-proxy has them on a current kernel")
@@ -81,6 +84,38 @@ func Settings(in SettingsInput) (RenderSettings, []string) {
 		}
 	}
 	return s, notes
+}
+
+// inferNodePorts reads --iptables-localhost-nodeports and
+// --nodeport-addresses off the NodePort dispatch kube-proxy wrote last in
+// nat KUBE-SERVICES, where its configuration does not tell them (its
+// /configz did not answer): "! -d 127.0.0.0/8" there is localhost
+// NodePorts turned off, and one rule per address is --nodeport-addresses.
+func inferNodePorts(s *RenderSettings, in SettingsInput, cur *Layout) []string {
+	var notes []string
+	var ips []string
+	localhostOff := false
+	for _, x := range cur.Tables["nat"].Chains["KUBE-SERVICES"] {
+		if ruleTarget(x) != "KUBE-NODEPORTS" {
+			continue
+		}
+		if strings.Contains(x, " ! -d 127.0.0.0/8 ") {
+			localhostOff = true
+		}
+		if f := strings.Fields(x); len(f) > 4 && f[2] == "-d" {
+			ip, _, _ := strings.Cut(f[3], "/")
+			ips = append(ips, ip)
+		}
+	}
+	if in.Config.LocalhostNodePorts == nil && localhostOff && s.Family != "IPv6" {
+		s.LocalhostNodePorts = false
+		notes = append(notes, "localhost NodePorts off: read off nat KUBE-SERVICES' NodePort rule")
+	}
+	if len(in.Config.NodePortAddresses) == 0 && len(ips) > 0 {
+		s.NodePortIPs = ips
+		notes = append(notes, "NodePorts on "+strings.Join(ips, ", ")+" only: read off nat KUBE-SERVICES' NodePort rules")
+	}
+	return notes
 }
 
 // ofFamily is the first CIDR of the family in a list.

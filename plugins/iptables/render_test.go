@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // The probabilities kube-proxy's statistic matches read back as, from
@@ -132,5 +133,34 @@ func TestReadLayoutErrors(t *testing.T) {
 		if _, err := ReadLayout("IPv4", text); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", text, err, want)
 		}
+	}
+}
+
+// Without kube-proxy's /configz, the NodePort dispatch it wrote tells its
+// NodePort settings.
+func TestSettingsReadNodePorts(t *testing.T) {
+	dump := "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-NODEPORTS - [0:0]\n" +
+		`-A KUBE-SERVICES -d 192.0.2.10/32 -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -j KUBE-NODEPORTS` + "\nCOMMIT\n"
+	cur, err := ReadLayout("IPv4", dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, notes := Settings(SettingsInput{Family: "IPv4", Current: cur})
+	if len(s.NodePortIPs) != 1 || s.NodePortIPs[0] != "192.0.2.10" || !s.LocalhostNodePorts {
+		t.Errorf("settings %+v, notes %q", s, notes)
+	}
+	off := strings.Replace(dump, "-d 192.0.2.10/32", "! -d 127.0.0.0/8", 1)
+	off = strings.Replace(off, "-j KUBE-NODEPORTS", "-m addrtype --dst-type LOCAL -j KUBE-NODEPORTS", 1)
+	if cur, err = ReadLayout("IPv4", off); err != nil {
+		t.Fatal(err)
+	}
+	s, notes = Settings(SettingsInput{Family: "IPv4", Current: cur})
+	if s.NodePortIPs != nil || s.LocalhostNodePorts {
+		t.Errorf("settings %+v, notes %q", s, notes)
+	}
+	// What /configz tells wins.
+	s, _ = Settings(SettingsInput{Family: "IPv4", Current: cur, Config: snapshot.ProxyConfig{Source: "configz"}})
+	if !s.LocalhostNodePorts {
+		t.Errorf("configz's defaults were overridden: %+v", s)
 	}
 }
