@@ -46,7 +46,7 @@ func Diff(current, target *Layout, scope *Scope) []dataplane.Change {
 				if c, ok := editShared(name, chain, have, want, in); ok {
 					out = append(out, c)
 				}
-			case !slices.Equal(have, want):
+			case !sameRules(chain, have, want):
 				out = append(out, dataplane.Change{Table: name, Object: chain, Op: OpRewrite, Service: svc, Add: want, Remove: have})
 			}
 		}
@@ -110,6 +110,48 @@ func editShared(table, chain string, have, want []string, in planScope) (datapla
 	}
 	c.Service = commonService(append(slices.Clone(c.Add), c.Remove...))
 	return c, true
+}
+
+// sameRules compares a chain's rules in order. The comments of the rules
+// that lead to and into endpoints are left out of the comparison:
+// kube-proxy writes them or not depending on the cluster's size when it
+// last wrote the chain (its large cluster mode), and over a thousand
+// endpoints it rewrites only the Services that change, so both forms
+// stand side by side on a healthy node.
+func sameRules(chain string, have, want []string) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range have {
+		if have[i] != want[i] && endpointRuleKey(chain, have[i]) != endpointRuleKey(chain, want[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// endpointRuleKey is a rule without the comment kube-proxy drops in its
+// large cluster mode; other rules are themselves.
+func endpointRuleKey(chain, x string) string {
+	toEndpoint := strings.HasPrefix(chain, PrefixSEP) ||
+		(strings.HasPrefix(chain, PrefixSVC) || strings.HasPrefix(chain, PrefixSVL)) && strings.HasPrefix(ruleTarget(x), PrefixSEP)
+	if !toEndpoint {
+		return x
+	}
+	i := strings.Index(x, " -m comment --comment ")
+	if i < 0 {
+		return x
+	}
+	rest := x[i+len(" -m comment --comment "):]
+	if strings.HasPrefix(rest, `"`) {
+		end := strings.Index(rest[1:], `"`)
+		if end < 0 {
+			return x
+		}
+		return x[:i] + rest[end+2:]
+	}
+	_, after, _ := strings.Cut(rest, " ")
+	return x[:i] + " " + after
 }
 
 // setDiff compares two lists of rules as multisets: what want has more of

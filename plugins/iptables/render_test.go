@@ -164,3 +164,24 @@ func TestSettingsReadNodePorts(t *testing.T) {
 		t.Errorf("configz's defaults were overridden: %+v", s)
 	}
 }
+
+// Comments on the rules into endpoints come and go with kube-proxy's
+// large cluster mode: they are no difference.
+func TestSameRulesIgnoresEndpointComments(t *testing.T) {
+	with := []string{`-A KUBE-SVC-AAAAAAAAAAAAAAAA -m comment --comment "default/a:http -> 10.0.0.1:80" -j KUBE-SEP-BBBBBBBBBBBBBBBB`}
+	without := []string{`-A KUBE-SVC-AAAAAAAAAAAAAAAA -j KUBE-SEP-BBBBBBBBBBBBBBBB`}
+	if !sameRules("KUBE-SVC-AAAAAAAAAAAAAAAA", with, without) {
+		t.Error("a dispatch rule's comment made a difference")
+	}
+	sep := []string{`-A KUBE-SEP-BBBBBBBBBBBBBBBB -p tcp -m comment --comment "default/a:http" -m tcp -j DNAT --to-destination 10.0.0.1:80`}
+	if !sameRules("KUBE-SEP-BBBBBBBBBBBBBBBB", sep, []string{`-A KUBE-SEP-BBBBBBBBBBBBBBBB -p tcp -m tcp -j DNAT --to-destination 10.0.0.1:80`}) {
+		t.Error("an endpoint rule's comment made a difference")
+	}
+	if sameRules("KUBE-SEP-BBBBBBBBBBBBBBBB", sep, []string{`-A KUBE-SEP-BBBBBBBBBBBBBBBB -p tcp -m tcp -j DNAT --to-destination 10.0.0.2:80`}) {
+		t.Error("another endpoint made no difference")
+	}
+	masq := []string{`-A KUBE-SVC-AAAAAAAAAAAAAAAA ! -s 10.244.0.0/16 -d 10.96.0.1/32 -p tcp -m comment --comment "default/a:http cluster IP" -m tcp --dport 80 -j KUBE-MARK-MASQ`}
+	if sameRules("KUBE-SVC-AAAAAAAAAAAAAAAA", masq, []string{`-A KUBE-SVC-AAAAAAAAAAAAAAAA ! -s 10.244.0.0/16 -d 10.96.0.1/32 -p tcp -m tcp --dport 80 -j KUBE-MARK-MASQ`}) {
+		t.Error("the ClusterIP masquerade rule's comment is always written")
+	}
+}

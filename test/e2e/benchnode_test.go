@@ -151,15 +151,6 @@ func createBenchObjects(t *testing.T, l *lab.Lab, workers int, objs benchObjects
 	t.Logf("objects created in %v", time.Since(start).Round(time.Millisecond))
 }
 
-// headLines is the first n lines of s.
-func headLines(s string, n int) string {
-	lines := strings.SplitAfter(s, "\n")
-	if len(lines) > n {
-		lines = append(lines[:n], fmt.Sprintf("... (%d more lines)\n", len(lines)-n))
-	}
-	return strings.Join(lines, "")
-}
-
 func fileSize(path string) int64 {
 	fi, err := os.Stat(path)
 	if err != nil {

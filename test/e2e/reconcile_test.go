@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svctrace/svctrace/test/lab"
 )
 
 // TestReconcileIPTables repairs a node's iptables rules with kube-proxy
@@ -278,4 +282,52 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestReconcileLargeCluster holds the render to kube-proxy's large
+// cluster mode: over 1,000 endpoints it leaves the comments off the rules
+// of its per-Service chains, and svctrace must too.
+func TestReconcileLargeCluster(t *testing.T) {
+	l := lab.Start(t, lab.Options{Nodes: 1})
+	if err := l.StartKubeProxy("node1", "iptables"); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := makeBenchObjects(120, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, batch := range [][]lab.Create{objs.Namespaces, objs.Services, objs.Slices} {
+		if err := l.CreateAll(ctx, 8, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.WaitSynced("node1"); err != nil {
+		t.Fatal(err)
+	}
+	nat, err := l.Exec("node1", "iptables-save", "-t", "nat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^-A KUBE-SEP-\S+ -p tcp -m tcp -j DNAT`).MatchString(nat) {
+		t.Fatalf("kube-proxy is not in large cluster mode:\n%s", headLines(nat, 40))
+	}
+	ns, err := l.NetNS("node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ip", "netns", "exec", ns, buildSvctrace(t), "reconcile", "rules", "--local", "--node", "node1",
+		"--kubeconfig", l.Kubeconfig).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "IPv4 (nf_tables backend): 0 changes") {
+		t.Fatalf("reconcile rules on kube-proxy's large cluster rules: %v\n%s", err, headLines(string(out), 60))
+	}
+}
+
+// headLines is the first n lines of s.
+func headLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("... (%d more lines)\n", len(lines)-n))
+	}
+	return strings.Join(lines, "")
 }
