@@ -210,9 +210,9 @@ func hasFamily(ns *snapshot.NodeState, family string) bool {
 	return false
 }
 
-// fixes names the findings a change bears on: those of its Service port
-// (of its endpoint, for a change that sends to endpoints), and those that
-// name its object.
+// fixes names the findings a change bears on: those of its Service port,
+// or of the endpoints it sends to when it does (an orphaned chain's
+// finding names only its endpoint).
 func fixes(c dataplane.Change, findings []behavior.Finding) []string {
 	var out []string
 	for _, f := range findings {
@@ -250,8 +250,8 @@ func describeFinding(f behavior.Finding) string {
 	return s
 }
 
-// layoutVersion picks the layout to render: the version given, else the
-// node's; it must be one whose layout svctrace knows.
+// layoutVersion picks the version whose layout to render: the one given,
+// else the node's (the plane refuses one whose layout it does not know).
 func layoutVersion(node, nodeSource, given string) (version, source string, err error) {
 	version, source = node, nodeSource
 	if given != "" {
