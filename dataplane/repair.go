@@ -14,11 +14,7 @@ import (
 // objects are read for the comparison and written; nothing of another
 // component's is touched.
 type Repairer interface {
-	Loader
-	// PlanRepair compares the node's state of one family with the
-	// render; ok false when the node holds no state of this plane for
-	// the family.
-	PlanRepair(in RepairInput) (plan *RepairPlan, ok bool, err error)
+	RepairPlanner
 	// Backup reads from the kernel the state a plan would change.
 	Backup(ctx context.Context, plan *RepairPlan) (BackupPart, error)
 	// Write makes the plan's changes, worked out again against the
@@ -28,6 +24,17 @@ type Repairer interface {
 	Write(ctx context.Context, plan *RepairPlan, started func()) (*RepairPlan, error)
 	// Restore puts kube-proxy's part of a backup back, and reads it back.
 	Restore(ctx context.Context, part BackupPart) (*RepairPlan, error)
+}
+
+// RepairPlanner is a Loader that renders the state kube-proxy would
+// program and compares it with a node's: a dry run. A plane that can
+// also write it is a Repairer.
+type RepairPlanner interface {
+	Loader
+	// PlanRepair compares the node's state of one family with the
+	// render; ok false when the node holds no state of this plane for
+	// the family.
+	PlanRepair(in RepairInput) (plan *RepairPlan, ok bool, err error)
 }
 
 // RepairInput is what a plan is made from.

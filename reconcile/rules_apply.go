@@ -61,6 +61,10 @@ func ApplyRules(ctx context.Context, p *RulesPlan, o ApplyOptions) (*RulesApply,
 			o.Hook(stage)
 		}
 	}
+	w, err := writer(p.Mode)
+	if err != nil {
+		return res, err
+	}
 	backup, err := TakeBackup(ctx, p, o.Backup, o.Now)
 	if err != nil {
 		return res, err
@@ -71,7 +75,7 @@ func ApplyRules(ctx context.Context, p *RulesPlan, o ApplyOptions) (*RulesApply,
 		if len(f.Changes) == 0 {
 			continue
 		}
-		written, err := f.planner.Write(ctx, f.plan, func() { hook(StageDuringWrite) })
+		written, err := w.Write(ctx, f.plan, func() { hook(StageDuringWrite) })
 		if written != nil {
 			res.Written = append(res.Written, written)
 		}

@@ -39,7 +39,11 @@ func BackupName(node string, at time.Time) string {
 func TakeBackup(ctx context.Context, p *RulesPlan, path string, now time.Time) (*RulesBackup, error) {
 	b := &RulesBackup{APIVersion: snapshot.APIVersion, Kind: "RulesBackup", Node: p.Node, TakenAt: now.UTC()}
 	for _, f := range p.Families {
-		part, err := f.planner.Backup(ctx, f.plan)
+		w, err := writer(p.Mode)
+		if err != nil {
+			return nil, err
+		}
+		part, err := w.Backup(ctx, f.plan)
 		if err != nil {
 			return nil, fmt.Errorf("backup: %w", err)
 		}
@@ -96,7 +100,7 @@ func RollbackRules(ctx context.Context, b *RulesBackup) ([]*dataplane.RepairPlan
 	var done []*dataplane.RepairPlan
 	var errs []error
 	for _, part := range b.Families {
-		r, err := repairer(part.Mode)
+		r, err := writer(part.Mode)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -64,7 +64,6 @@ type FamilyPlan struct {
 	// Payload is what the plane writes to make the changes.
 	Payload string `json:"payload,omitempty"`
 	plan    *dataplane.RepairPlan
-	planner dataplane.Repairer
 }
 
 // PlannedChange is one change, with the findings it fixes.
@@ -118,7 +117,7 @@ func PlanRules(s *snapshot.Snapshot, o RulesOptions) (*RulesPlan, error) {
 		p.Findings = append(p.Findings, findings...)
 	}
 	if len(p.Families) == 0 {
-		return nil, fmt.Errorf("node %s: the snapshot holds no iptables-save dump, which a repair of iptables mode starts from", o.Node)
+		return nil, fmt.Errorf("node %s: the snapshot holds no dump of kube-proxy's rules there, which a repair starts from", o.Node)
 	}
 	return p, nil
 }
@@ -179,24 +178,36 @@ func planFamily(s *snapshot.Snapshot, ns *snapshot.NodeState, family string, p *
 	if o.Service != "" {
 		findings = slices.DeleteFunc(slices.Clone(findings), func(f behavior.Finding) bool { return serviceOf(f.Service) != o.Service })
 	}
-	fp = FamilyPlan{Family: family, Backend: plan.Backend, Payload: plan.Payload, plan: plan, planner: r}
+	fp = FamilyPlan{Family: family, Backend: plan.Backend, Payload: plan.Payload, plan: plan}
 	for _, c := range plan.Changes {
 		fp.Changes = append(fp.Changes, PlannedChange{Change: c, Fixes: fixes(c, findings)})
 	}
 	return fp, findings, true, nil
 }
 
-// repairer is the plane that repairs a mode.
-func repairer(mode string) (dataplane.Repairer, error) {
+// repairer is the plane that plans the repair of a mode.
+func repairer(mode string) (dataplane.RepairPlanner, error) {
 	for _, l := range plugins.Loaders() {
 		if l.Mode() != mode {
 			continue
 		}
-		if r, ok := l.(dataplane.Repairer); ok {
+		if r, ok := l.(dataplane.RepairPlanner); ok {
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("kube-proxy runs in %s mode there: reconcile rules renders iptables mode only so far", mode)
+	return nil, fmt.Errorf("kube-proxy runs in %s mode there: reconcile rules does not render that mode yet", mode)
+}
+
+// writer is the plane that writes the repair of a mode.
+func writer(mode string) (dataplane.Repairer, error) {
+	r, err := repairer(mode)
+	if err != nil {
+		return nil, err
+	}
+	if w, ok := r.(dataplane.Repairer); ok {
+		return w, nil
+	}
+	return nil, fmt.Errorf("reconcile rules --apply does not write kube-proxy's %s mode yet: the plan lists what a repair would change", mode)
 }
 
 // hasFamily reports whether the node's state has a dump of the family, or

@@ -41,7 +41,7 @@ Exit codes: 0 restored, 2 error.`,
 			}
 			done, err := reconcile.RollbackRules(cmd.Context(), b)
 			for _, f := range done {
-				fmt.Fprintf(streams.Out, "%s (%s backend): %s put back\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
+				fmt.Fprintf(streams.Out, "%s: %s put back\n", familyName(f.Family, f.Backend), wording.Count(len(f.Changes), "change", "changes"))
 			}
 			if err != nil {
 				return err

@@ -202,7 +202,7 @@ func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
 	}
 	fmt.Fprintf(w, "node %s: kube-proxy %s mode, layout of %s (from %s)%s\n", p.Node, p.Mode, p.KubeProxyVersion, p.VersionSource, scope)
 	for _, f := range p.Families {
-		fmt.Fprintf(w, "%s (%s backend): %s\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
+		fmt.Fprintf(w, "%s: %s\n", familyName(f.Family, f.Backend), wording.Count(len(f.Changes), "change", "changes"))
 		for _, c := range f.Changes {
 			svc := ""
 			if c.Service != "" {
@@ -232,6 +232,15 @@ func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
 	case p.Changes() > 0:
 		fmt.Fprintln(w, "dry run: nothing written (add --apply on the node)")
 	}
+}
+
+// familyName names a family's part of a plan, with the backend where the
+// plane has several.
+func familyName(family, backend string) string {
+	if backend == "" {
+		return family
+	}
+	return family + " (" + backend + " backend)"
 }
 
 // changeLines shows a change's rules: + for a rule written, - for one
@@ -268,7 +277,7 @@ func renderApply(w io.Writer, a *reconcile.RulesApply) {
 		fmt.Fprintf(w, "backup: %s\n", a.Backup)
 	}
 	for _, f := range a.Written {
-		fmt.Fprintf(w, "wrote %s (%s backend): %s\n", f.Family, f.Backend, wording.Count(len(f.Changes), "change", "changes"))
+		fmt.Fprintf(w, "wrote %s: %s\n", familyName(f.Family, f.Backend), wording.Count(len(f.Changes), "change", "changes"))
 	}
 	if a.RolledBack {
 		fmt.Fprintf(w, "rolled back: %s\n", a.Reason)

@@ -41,6 +41,15 @@ func runMatrix(t *testing.T, c *cluster) {
 			waitDrift(t, c, n, nil)
 		}
 	})
+	// svctrace's render of kube-proxy's state is what kube-proxy wrote.
+	t.Run("reconcile rules: nothing to change", func(t *testing.T) {
+		for _, n := range []string{"node1", "node2"} {
+			out, code := c.svctrace(t, n, "reconcile", "rules", "--local", "--node", n)
+			if code != 0 || !strings.Contains(out, "kube-proxy "+c.mode+" mode, layout of "+c.version) {
+				t.Errorf("reconcile rules on %s: exit %d\n%s", n, code, out)
+			}
+		}
+	})
 	if dir := os.Getenv("SVCTRACE_LAB_CAPTURE"); dir != "" {
 		c.capture(t, filepath.Join(dir, fmt.Sprintf("lab-%s-%s.snapshot.yaml", c.mode, c.version)))
 	}

@@ -1,0 +1,192 @@
+package nftables
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/snapshot"
+)
+
+// PlanRepair renders kube-proxy's table of the family for the view, in
+// the layout of the version given (v1.33 to v1.36), and compares it with
+// the node's: the chains whose rules differ, and the sets and maps whose
+// elements or declarations do. Only kube-proxy's own table is read.
+func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool, error) {
+	minor, ok := minorOf(in.Version)
+	if !ok || minor < 33 || minor > 36 {
+		return nil, false, fmt.Errorf("kube-proxy %s: svctrace renders the nftables layouts of v1.33 to v1.36, and a release outside them may lay its table out otherwise", in.Version)
+	}
+	var dump *snapshot.Dump
+	for i := range in.State.Dumps {
+		if in.State.Dumps[i].Collector == snapshot.CollectorNFTJSON {
+			dump = &in.State.Dumps[i]
+		}
+	}
+	if dump == nil {
+		return nil, false, nil
+	}
+	rs, err := Parse(dataplane.Origin(in.State.Name, dump), []byte(dump.Text))
+	if err != nil {
+		return nil, false, err
+	}
+	p := &dataplane.RepairPlan{Family: in.Family, Service: in.Service}
+	current, have := ReadLayout(rs, in.Family)
+	if !have {
+		if len(in.View.Ports) == 0 {
+			p.Notes = append(p.Notes, "kube-proxy's table of this family is absent and no Service has an address of it: left alone")
+			return p, true, nil
+		}
+		current = newLayout(nftFamily(in.Family))
+	}
+	s := SettingsFrom(in.Config, in.Family, in.NodeIPs, current)
+	s.Minor = minor
+	if s.LocalCIDR == "" && !s.MasqueradeAll && len(in.View.Ports) > 0 {
+		p.Notes = append(p.Notes, "no cluster CIDR is known (none in kube-proxy's configuration or table): rendered without the local-traffic detector's rules, as kube-proxy does; give --cluster-cidr if the node's kube-proxy has one")
+	}
+	target := Render(in.View, s)
+	p.Target = target
+	p.Changes = layoutChanges(current, target, in.Service)
+	return p, true, nil
+}
+
+// layoutChanges are the changes that take the current table to the
+// target: chains created, rewritten or deleted, sets and maps created,
+// edited (elements) or deleted. With a Service, only its chains, sets and
+// elements.
+func layoutChanges(current, target *Layout, service string) []dataplane.Change {
+	table := target.Family + " " + KubeProxyTable
+	var out []dataplane.Change
+	for _, name := range unionKeys(current.Chains, target.Chains) {
+		svc := nameService(name)
+		if service != "" && spnService(svc) != service {
+			continue
+		}
+		have, want := current.Chains[name], target.Chains[name]
+		c := dataplane.Change{Table: table, Object: name, Service: svc, Endpoints: nameEndpoints(name)}
+		switch {
+		case have == nil:
+			c.Op, c.Add = "create", want.Rules
+		case want == nil:
+			c.Op, c.Remove = "delete", have.Rules
+		case len(have.diff(name, want)) > 0:
+			c.Op, c.Add, c.Remove = "rewrite", want.Rules, have.Rules
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	for _, name := range unionKeys(current.Sets, target.Sets) {
+		have, want := current.Sets[name], target.Sets[name]
+		c := dataplane.Change{Table: table, Object: name, Service: nameService(name), Endpoints: nameEndpoints(name)}
+		switch {
+		case want == nil:
+			c.Op, c.Remove = "delete", have.Elements
+		case have == nil:
+			c.Op, c.Add = "create", want.Elements
+		case !sameDeclaration(have, want):
+			c.Op, c.Add, c.Remove = "rewrite", want.Elements, have.Elements
+		default:
+			c.Op = "edit"
+			c.Remove, c.Add = multisetDiff(have.Elements, want.Elements)
+		}
+		if service != "" {
+			if c.Service == "" {
+				// A set every Service shares: only this Service's elements.
+				c.Add = slices.DeleteFunc(c.Add, func(e string) bool { return spnService(elementService(e)) != service })
+				c.Remove = slices.DeleteFunc(c.Remove, func(e string) bool { return spnService(elementService(e)) != service })
+			} else if spnService(c.Service) != service {
+				continue
+			}
+		}
+		if c.Op == "edit" && len(c.Add)+len(c.Remove) == 0 {
+			continue
+		}
+		if c.Service == "" {
+			c.Service = commonService(append(slices.Clone(c.Add), c.Remove...))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// sameDeclaration reports whether two sets are declared alike.
+func sameDeclaration(a, b *LayoutSet) bool {
+	return a.IsMap == b.IsMap && slices.Equal(a.KeyType, b.KeyType) && slices.Equal(a.DataType, b.DataType) &&
+		slices.Equal(a.Flags, b.Flags) && a.Timeout == b.Timeout && a.Size == b.Size && a.Comment == b.Comment
+}
+
+// nameService is the Service port ("ns/name:port") a per-service chain or
+// set name ("service-HASH8-ns/name/proto/port", "endpoint-HASH8-…__ip/port")
+// belongs to, "" for kube-proxy's shared objects.
+func nameService(name string) string {
+	_, base, ok := strings.Cut(name, "-")
+	if !ok || !strings.Contains(base, "/") {
+		return ""
+	}
+	_, rest, _ := strings.Cut(base, "-")
+	rest, _, _ = strings.Cut(rest, "__")
+	parts := strings.Split(rest, "/")
+	if len(parts) != 4 {
+		return ""
+	}
+	if parts[3] == "" {
+		return parts[0] + "/" + parts[1]
+	}
+	return parts[0] + "/" + parts[1] + ":" + parts[3]
+}
+
+// nameEndpoints is the endpoint ("ip:port") an endpoint chain or affinity
+// set name names, if it does.
+func nameEndpoints(name string) []string {
+	_, ep, ok := strings.Cut(name, "__")
+	if !ok {
+		return nil
+	}
+	ip, port, ok := strings.Cut(ep, "/")
+	if !ok {
+		return nil
+	}
+	if strings.Count(ip, ".") > 3 {
+		// An IPv6 address, its colons written as dots.
+		return []string{"[" + strings.ReplaceAll(ip, ".", ":") + "]:" + port}
+	}
+	return []string{ip + ":" + port}
+}
+
+// elementService is the Service port an element of a shared map belongs
+// to: its comment (no-endpoint maps) or the chain it sends to.
+func elementService(e string) string {
+	if _, c, ok := strings.Cut(e, ` comment "`); ok {
+		c, _, _ = strings.Cut(c, `"`)
+		return c
+	}
+	for _, f := range strings.Fields(e) {
+		if s := nameService(f); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// commonService is the Service port every element names, or "".
+func commonService(elems []string) string {
+	svc := ""
+	for _, e := range elems {
+		s := elementService(e)
+		if s == "" || svc != "" && s != svc {
+			return ""
+		}
+		svc = s
+	}
+	return svc
+}
+
+// spnService is the "namespace/name" of a Service port name.
+func spnService(spn string) string {
+	svc, _, _ := strings.Cut(spn, ":")
+	return svc
+}
+
+var _ dataplane.RepairPlanner = Loader{}
