@@ -229,6 +229,7 @@ func (r *renderer) setup() {
 
 	r.set(mapNoEndpointServices, r.addrType+" . inet_proto . inet_service", "verdict", "vmap to drop or reject packets to services with no endpoints")
 	r.set(mapNoEndpointNodePorts, "inet_proto . inet_service", "verdict", "vmap to drop or reject packets to service nodeports with no endpoints")
+	r.chain("reject-chain").Comment = "helper for @no-endpoint-services / @no-endpoint-nodeports"
 	r.rule("reject-chain", "reject")
 	r.rule("service-endpoints-check", dispatch+mapNoEndpointServices)
 	if r.s.NodePortIPs == nil {

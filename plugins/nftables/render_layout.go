@@ -131,7 +131,9 @@ func (a *LayoutChain) diff(name string, b *LayoutChain) []string {
 		out = append(out, fmt.Sprintf("chain %s: base chain %s/%s/%d/%s, other has %s/%s/%d/%s",
 			name, a.Type, a.Hook, a.Prio, a.Policy, b.Type, b.Hook, b.Prio, b.Policy))
 	}
-	if a.Comment != b.Comment {
+	// nft's JSON leaves chain comments out (1.0.6 does), so a comment
+	// is compared only where both sides have one.
+	if a.Comment != b.Comment && a.Comment != "" && b.Comment != "" {
 		out = append(out, fmt.Sprintf("chain %s: comment %q, other has %q", name, a.Comment, b.Comment))
 	}
 	missing, extra := sequenceDiff(a.Rules, b.Rules)
@@ -158,7 +160,9 @@ func (a *LayoutSet) diff(name string, b *LayoutSet) []string {
 	field("flags", a.Flags, b.Flags)
 	field("timeout", a.Timeout, b.Timeout)
 	field("size", a.Size, b.Size)
-	if a.Comment != b.Comment {
+	// nft's JSON leaves chain comments out (1.0.6 does), so a comment
+	// is compared only where both sides have one.
+	if a.Comment != b.Comment && a.Comment != "" && b.Comment != "" {
 		out = append(out, fmt.Sprintf("set %s: comment %q, other has %q", name, a.Comment, b.Comment))
 	}
 	missing, extra := multisetDiff(a.Elements, b.Elements)
