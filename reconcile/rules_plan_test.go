@@ -56,17 +56,13 @@ func TestPlanSeesEdits(t *testing.T) {
 	}
 }
 
-// A mode a plane plans but does not write yet is refused at --apply, and
-// a mode no plane plans at the plan.
+// Every mode a plane renders is written by it; a mode no plane renders
+// is refused at the plan.
 func TestWriterOfModes(t *testing.T) {
-	if _, err := writer("iptables"); err != nil {
-		t.Errorf("iptables: %v", err)
-	}
-	if _, err := repairer("nftables"); err != nil {
-		t.Errorf("nftables plan: %v", err)
-	}
-	if _, err := writer("nftables"); err == nil || !strings.Contains(err.Error(), "does not write kube-proxy's nftables mode yet") {
-		t.Errorf("nftables write: %v", err)
+	for _, mode := range []string{"iptables", "nftables"} {
+		if _, err := writer(mode); err != nil {
+			t.Errorf("%s: %v", mode, err)
+		}
 	}
 	if _, err := repairer("ipvs"); err == nil || !strings.Contains(err.Error(), "does not render that mode yet") {
 		t.Errorf("ipvs: %v", err)

@@ -39,20 +39,22 @@ func newReconcileRulesCommand(streams genericiooptions.IOStreams) *cobra.Command
 	cmd := &cobra.Command{
 		Use:   "rules --node N [--service NS/NAME] [--apply]",
 		Short: "Render the rules kube-proxy would program on a node, show what differs, and write them",
-		Long: `Render the complete iptables state kube-proxy's iptables mode would program on
-the node for the Services and EndpointSlices of the API (in the layout of the
-kube-proxy version running there), compare it with what the kernel holds, and
-print the difference: each chain to create, rewrite or delete, each rule to add
-or remove, and the drift findings each change fixes. --service limits it to
-one Service's chains and rules.
+		Long: `Render the complete state kube-proxy would program on the node in its mode
+(iptables, or nftables) for the Services and EndpointSlices of the API, in the
+layout of the kube-proxy version running there (v1.33 to v1.36), compare it
+with kube-proxy's part of the kernel, and print the difference: each chain to
+create, rewrite or delete, each rule or set element to add or remove, and the
+drift findings each change fixes. --service limits it to one Service.
 
-With --apply, on the node (--local): back the node's rules up to a file, write
-the changes in one iptables-restore --noflush per IP family (only kube-proxy's
-chains, and its jumps in the built-in chains; no other rule is touched), read
-the node again and run drift. If the kernel does not hold what was written, or
-a finding the plan fixes is still there, the backup is put back. A running
-kube-proxy that synced within the hour would write over the repair: --apply
-refuses then, unless --force. 'reconcile rollback FILE' puts a backup back.
+With --apply, on the node (--local) or through the node's agent: back the
+node's state up to a file, write the changes in one transaction per IP family
+(iptables-restore --noflush naming only kube-proxy's chains and its jumps in
+the built-in chains, or one nft transaction on kube-proxy's table; no other
+component's rule is touched), read the node again and run drift. If the kernel
+does not hold what was written, or a finding the plan fixes is still there, the
+backup is put back. A running kube-proxy that synced within the hour would
+write over the repair: --apply refuses then, unless --force. 'reconcile
+rollback FILE' puts a backup back.
 
 Exit codes: 0 nothing to change (or all of it written and no drift left), 1
 changes listed (dry run) or drift left after --apply, 2 error (a failed write

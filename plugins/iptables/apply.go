@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/svctrace/svctrace/internal/procgroup"
 )
 
 // tool is the name of the iptables tool of a backend and family: save or
@@ -73,7 +75,7 @@ func RestoreKernel(ctx context.Context, backend, family, payload string, started
 	var stderr bytes.Buffer
 	cmd := exec.Command(name, "--noflush", "-w", "5")
 	cmd.Stdin, cmd.Stderr = f, &stderr
-	detach(cmd)
+	procgroup.Detach(cmd)
 	err = cmd.Start()
 	// The tool holds the file open: its name is no longer needed.
 	os.Remove(f.Name())

@@ -160,10 +160,11 @@ func (a *LayoutSet) diff(name string, b *LayoutSet) []string {
 	field("flags", a.Flags, b.Flags)
 	field("timeout", a.Timeout, b.Timeout)
 	field("size", a.Size, b.Size)
-	// nft's JSON leaves chain comments out (1.0.6 does), so a comment
-	// is compared only where both sides have one.
-	if a.Comment != b.Comment && a.Comment != "" && b.Comment != "" {
-		out = append(out, fmt.Sprintf("set %s: comment %q, other has %q", name, a.Comment, b.Comment))
+	field("comment", a.Comment, b.Comment)
+	if strings.HasPrefix(name, prefixAffinity) {
+		// Its elements are the clients the packet path pins, not
+		// kube-proxy's.
+		return out
 	}
 	missing, extra := multisetDiff(a.Elements, b.Elements)
 	for _, e := range missing {

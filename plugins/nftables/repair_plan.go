@@ -12,7 +12,9 @@ import (
 // PlanRepair renders kube-proxy's table of the family for the view, in
 // the layout of the version given (v1.33 to v1.36), and compares it with
 // the node's: the chains whose rules differ, and the sets and maps whose
-// elements or declarations do. Only kube-proxy's own table is read.
+// elements or declarations do (an affinity set's elements are the
+// clients it pins, and are left alone). Only kube-proxy's own table is
+// read, and the payload is the nft transaction that writes the changes.
 func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool, error) {
 	minor, ok := minorOf(in.Version)
 	if !ok || minor < 33 || minor > 36 {
@@ -48,6 +50,9 @@ func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool,
 	target := Render(in.View, s)
 	p.Target = target
 	p.Changes = layoutChanges(current, target, in.Service)
+	if len(p.Changes) > 0 {
+		p.Payload = Script(current, target, p.Changes)
+	}
 	return p, true, nil
 }
 
@@ -87,6 +92,10 @@ func layoutChanges(current, target *Layout, service string) []dataplane.Change {
 			c.Op, c.Add = "create", want.Elements
 		case !sameDeclaration(have, want):
 			c.Op, c.Add, c.Remove = "rewrite", want.Elements, have.Elements
+		case strings.HasPrefix(name, prefixAffinity):
+			// Its elements are the clients the packet path pins, not
+			// kube-proxy's.
+			continue
 		default:
 			c.Op = "edit"
 			c.Remove, c.Add = multisetDiff(have.Elements, want.Elements)

@@ -66,3 +66,33 @@ func TestNameService(t *testing.T) {
 		t.Errorf("IPv6 endpoint: %q", got)
 	}
 }
+
+// The transaction creates before it fills, removes elements before it
+// adds them, and deletes chains last, once nothing refers to them.
+func TestScript(t *testing.T) {
+	web := "service-SUSTUHLJ-default/web/tcp/http"
+	aff := "affinity-ZSKNKJDY-default/sticky/tcp/http__10.244.1.10/8080"
+	stale := "endpoint-AAAAAAAA-default/old/tcp/http__10.244.9.9/80"
+	target := newLayout("ip")
+	target.Chains[web] = &LayoutChain{Rules: []string{"meta l4proto tcp dnat ip to 10.244.1.10:8080"}}
+	target.Sets[mapServiceIPs] = &LayoutSet{IsMap: true, KeyType: []string{"ipv4_addr", "inet_proto", "inet_service"}, DataType: []string{"verdict"},
+		Elements: []string{"10.96.2.225 . tcp . 80 : goto " + web}}
+	target.Sets[aff] = &LayoutSet{KeyType: []string{"ipv4_addr"}, Flags: []string{"timeout"}, Timeout: 10800}
+	current := newLayout("ip")
+	current.Chains[stale] = &LayoutChain{Rules: []string{"meta l4proto tcp dnat ip to 10.244.9.9:80"}}
+	current.Sets[mapServiceIPs] = &LayoutSet{IsMap: true, KeyType: target.Sets[mapServiceIPs].KeyType, DataType: []string{"verdict"},
+		Elements: []string{"10.96.9.9 . tcp . 80 : goto " + stale}}
+	got := Script(current, target, layoutChanges(current, target, ""))
+	want := `add table ip kube-proxy { comment "rules for kube-proxy" ; }
+add chain ip kube-proxy ` + web + `
+add set ip kube-proxy ` + aff + ` { type ipv4_addr ; flags dynamic,timeout ; timeout 10800s ; }
+flush chain ip kube-proxy ` + stale + `
+add rule ip kube-proxy ` + web + ` meta l4proto tcp dnat ip to 10.244.1.10:8080
+delete element ip kube-proxy service-ips { 10.96.9.9 . tcp . 80 }
+add element ip kube-proxy service-ips { 10.96.2.225 . tcp . 80 : goto ` + web + ` }
+delete chain ip kube-proxy ` + stale + `
+`
+	if got != want {
+		t.Errorf("script:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -172,7 +172,7 @@ func stopped(t *testing.T, c *cluster, stage, backup string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("ip", "netns", "exec", ns, c.bin, "reconcile", "rules", "--local", "--node", "node1", "--kube-proxy-version", "v1.36.3", "--apply", "--backup", backup, "--kubeconfig", c.Kubeconfig)
+	cmd := exec.Command("ip", "netns", "exec", ns, c.bin, "reconcile", "rules", "--local", "--node", "node1", "--kube-proxy-version", c.version, "--apply", "--backup", backup, "--kubeconfig", c.Kubeconfig)
 	cmd.Env = append(os.Environ(), "SVCTRACE_RECONCILE_STOP_AT="+stage)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "stopping here") {
