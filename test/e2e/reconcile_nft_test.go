@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestReconcileNFTables repairs kube-proxy's nftables table on a node with
@@ -83,31 +82,7 @@ spec:
 
 	t.Run("stopped mid-apply", func(t *testing.T) {
 		edit(t, c, "nft delete element ip kube-proxy service-ips '{ "+web+" . tcp . 80 }'")
-		old := nftList(t, c, "ip kube-proxy")
-		dir := t.TempDir()
-		stopped(t, c, "after-backup", filepath.Join(dir, "after-backup.yaml"))
-		if got := nftList(t, c, "ip kube-proxy"); got != old {
-			t.Errorf("stopped after the backup, the table changed:\n%s", lineDiff(old, got))
-		}
-		second := filepath.Join(dir, "during-write.yaml")
-		stopped(t, c, "during-write", second)
-		var got string
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			got = nftList(t, c, "ip kube-proxy")
-			if got == repaired || time.Now().After(deadline) {
-				break
-			}
-		}
-		if got != repaired && got != old {
-			t.Fatalf("stopped during the write, the table holds a mix:\n%s", lineDiff(repaired, got))
-		}
-		out, err := c.Exec("node1", c.bin, "reconcile", "rollback", second)
-		if err != nil {
-			t.Fatalf("rollback: %v:\n%s", err, out)
-		}
-		if got := nftList(t, c, "ip kube-proxy"); got != old {
-			t.Errorf("rollback did not put the old table back:\n%s", lineDiff(old, got))
-		}
+		stoppedMidApply(t, c, func() string { return nftList(t, c, "ip kube-proxy") }, repaired)
 	})
 	if got := nftList(t, c, "inet cni-test"); got != foreign {
 		t.Errorf("another component's table changed:\n%s", lineDiff(foreign, got))

@@ -125,44 +125,53 @@ spec:
 	})
 
 	t.Run("stopped mid-apply", func(t *testing.T) {
-		old := kubeLayout(t, c)
-		if old == repaired {
-			t.Fatal("nothing to repair")
-		}
-		dir := t.TempDir()
-		first := filepath.Join(dir, "after-backup.yaml")
-		stopped(t, c, "after-backup", first)
-		if got := kubeLayout(t, c); got != old {
-			t.Errorf("stopped after the backup, the kernel changed:\n%s", lineDiff(old, got))
-		}
-		if _, err := os.Stat(first); err != nil {
-			t.Errorf("no backup: %v", err)
-		}
-		second := filepath.Join(dir, "during-write.yaml")
-		stopped(t, c, "during-write", second)
-		// The restore tool, started before the stop, finishes by itself.
-		var got string
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			got = kubeLayout(t, c)
-			if got == repaired || time.Now().After(deadline) {
-				break
-			}
-		}
-		if got != repaired && got != old {
-			t.Fatalf("stopped during the write, the kernel holds a mix:\n%s", lineDiff(repaired, got))
-		}
-		out, err := c.Exec("node1", c.bin, "reconcile", "rollback", second)
-		if err != nil {
-			t.Fatalf("rollback: %v:\n%s", err, out)
-		}
-		t.Logf("rollback:\n%s", out)
-		if got := kubeLayout(t, c); got != old {
-			t.Errorf("rollback did not put the old rules back:\n%s", lineDiff(old, got))
-		}
+		stoppedMidApply(t, c, func() string { return kubeLayout(t, c) }, repaired)
 		if got := foreignRules(t, c); got != foreign {
 			t.Errorf("rollback changed other components' rules:\n%s", got)
 		}
 	})
+}
+
+// stoppedMidApply stops svctrace in an apply of the repair the kernel
+// needs again: after the backup, the kernel (as state reads it) is as it
+// was; during the write, it is as it was or as repaired, never a mix; and
+// rollback of that apply's backup puts the old state back.
+func stoppedMidApply(t *testing.T, c *cluster, state func() string, repaired string) {
+	t.Helper()
+	old := state()
+	if old == repaired {
+		t.Fatal("nothing to repair")
+	}
+	dir := t.TempDir()
+	first := filepath.Join(dir, "after-backup.yaml")
+	stopped(t, c, "after-backup", first)
+	if got := state(); got != old {
+		t.Errorf("stopped after the backup, the kernel changed:\n%s", lineDiff(old, got))
+	}
+	if _, err := os.Stat(first); err != nil {
+		t.Errorf("no backup: %v", err)
+	}
+	second := filepath.Join(dir, "during-write.yaml")
+	stopped(t, c, "during-write", second)
+	// The write, started before the stop, finishes by itself.
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got = state()
+		if got == repaired || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got != repaired && got != old {
+		t.Fatalf("stopped during the write, the kernel holds a mix:\n%s", lineDiff(repaired, got))
+	}
+	out, err := c.Exec("node1", c.bin, "reconcile", "rollback", second)
+	if err != nil {
+		t.Fatalf("rollback: %v:\n%s", err, out)
+	}
+	t.Logf("rollback:\n%s", out)
+	if got := state(); got != old {
+		t.Errorf("rollback did not put the old state back:\n%s", lineDiff(old, got))
+	}
 }
 
 // stopped runs an apply that svctrace stops itself at a stage.
