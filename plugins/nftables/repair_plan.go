@@ -127,23 +127,10 @@ func sameDeclaration(a, b *LayoutSet) bool {
 }
 
 // nameService is the Service port ("ns/name:port") a per-service chain or
-// set name ("service-HASH8-ns/name/proto/port", "endpoint-HASH8-…__ip/port")
-// belongs to, "" for kube-proxy's shared objects.
+// set name belongs to, "" for kube-proxy's shared objects.
 func nameService(name string) string {
-	_, base, ok := strings.Cut(name, "-")
-	if !ok || !strings.Contains(base, "/") {
-		return ""
-	}
-	_, rest, _ := strings.Cut(base, "-")
-	rest, _, _ = strings.Cut(rest, "__")
-	parts := strings.Split(rest, "/")
-	if len(parts) != 4 {
-		return ""
-	}
-	if parts[3] == "" {
-		return parts[0] + "/" + parts[1]
-	}
-	return parts[0] + "/" + parts[1] + ":" + parts[3]
+	spn, _, _ := SPNFromName(name)
+	return spn
 }
 
 // nameEndpoints is the endpoint ("ip:port") an endpoint chain or affinity
