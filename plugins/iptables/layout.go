@@ -16,6 +16,9 @@ import (
 type Layout struct {
 	Family string
 	Tables map[string]*LayoutTable
+	// own says which chains are kube-proxy's: iptables mode's, or those
+	// of another mode that keeps iptables rules beside its own objects.
+	own *Ownership
 }
 
 // LayoutTable is kube-proxy's part of one table.
@@ -50,12 +53,28 @@ var fixedChains = map[string][]string{
 // last.
 var dispatchChains = map[string]bool{"KUBE-SERVICES": true, "KUBE-EXTERNAL-SERVICES": true, "KUBE-NODEPORTS": true, "KUBE-PROXY-FIREWALL": true}
 
-// ownsChain reports whether kube-proxy's iptables mode owns the chain.
-func ownsChain(table, chain string) bool {
-	if slices.Contains(fixedChains[table], chain) {
+// Ownership is which chains of a family's tables a kube-proxy mode owns,
+// and how their rules compare.
+type Ownership struct {
+	// Chains are the mode's chains by table, beside the per-Service ones.
+	Chains map[string][]string
+	// PerService: the mode makes nat chains per Service and endpoint
+	// (KUBE-SVC-…, KUBE-SEP-…), which a repair creates and deletes.
+	PerService bool
+	// Shared are the chains whose rules kube-proxy writes in an order it
+	// does not keep: they compare as sets.
+	Shared map[string]bool
+}
+
+// iptablesMode is what kube-proxy's iptables mode owns.
+var iptablesMode = &Ownership{Chains: fixedChains, PerService: true, Shared: dispatchChains}
+
+// owns reports whether the mode owns the chain.
+func (o *Ownership) owns(table, chain string) bool {
+	if slices.Contains(o.Chains[table], chain) {
 		return true
 	}
-	return table == "nat" && isServiceChain(chain)
+	return o.PerService && table == "nat" && isServiceChain(chain)
 }
 
 // isServiceChain reports whether a chain name is one of kube-proxy's
@@ -73,9 +92,9 @@ var builtinChains = map[string]bool{"PREROUTING": true, "INPUT": true, "FORWARD"
 
 // ownsJump reports whether a rule of a built-in chain is one of
 // kube-proxy's jumps: one whose target is a chain kube-proxy owns.
-func ownsJump(table, line string) bool {
+func (o *Ownership) ownsJump(table, line string) bool {
 	t := ruleTarget(line)
-	return t != "" && ownsChain(table, t)
+	return t != "" && o.owns(table, t)
 }
 
 // ruleTarget is the -j or -g target of a rule line in save form.
@@ -95,7 +114,14 @@ func ruleTarget(line string) string {
 // family. A line it cannot place (a rule before any table, a rule of an
 // undeclared chain) is an error naming the line.
 func ReadLayout(family, text string) (*Layout, error) {
-	l := newLayout(family)
+	return ReadOwnedLayout(family, text, nil)
+}
+
+// ReadOwnedLayout takes out of a dump the part a mode owns (nil:
+// iptables mode).
+func ReadOwnedLayout(family, text string, own *Ownership) (*Layout, error) {
+	l := NewLayout(family, own)
+	own = l.own
 	var table string
 	declared := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(text))
@@ -114,7 +140,7 @@ func ReadLayout(family, text string) (*Layout, error) {
 		case strings.HasPrefix(line, ":"):
 			name, _, _ := strings.Cut(line[1:], " ")
 			declared[name] = true
-			if t := l.Tables[table]; t != nil && ownsChain(table, name) {
+			if t := l.Tables[table]; t != nil && own.owns(table, name) {
 				t.Chains[name] = t.Chains[name][:0:0]
 			}
 		case strings.HasPrefix(line, "-A "):
@@ -127,9 +153,9 @@ func ReadLayout(family, text string) (*Layout, error) {
 				continue
 			}
 			switch {
-			case ownsChain(table, chain):
+			case own.owns(table, chain):
 				t.Chains[chain] = append(t.Chains[chain], line)
-			case builtinChains[chain] && ownsJump(table, line):
+			case builtinChains[chain] && own.ownsJump(table, line):
 				t.Jumps[chain] = append(t.Jumps[chain], line)
 			}
 		default:
@@ -143,8 +169,13 @@ func ReadLayout(family, text string) (*Layout, error) {
 	return l, nil
 }
 
-func newLayout(family string) *Layout {
-	l := &Layout{Family: family, Tables: map[string]*LayoutTable{}}
+// NewLayout is an empty layout of the chains a mode owns (nil: iptables
+// mode), for a render to fill.
+func NewLayout(family string, own *Ownership) *Layout {
+	if own == nil {
+		own = iptablesMode
+	}
+	l := &Layout{Family: family, Tables: map[string]*LayoutTable{}, own: own}
 	for _, t := range layoutTables {
 		l.Tables[t] = &LayoutTable{Chains: map[string][]string{}, Jumps: map[string][]string{}}
 	}

@@ -13,6 +13,12 @@ import (
 // today picks on a node with no rules). It returns the backend read, and
 // ok false when the node has no dump of the family.
 func NodeLayout(ns *snapshot.NodeState, family, backend string) (l *Layout, picked string, ok bool, err error) {
+	return NodeOwnedLayout(ns, family, backend, nil)
+}
+
+// NodeOwnedLayout is NodeLayout of the chains a mode owns (nil: iptables
+// mode).
+func NodeOwnedLayout(ns *snapshot.NodeState, family, backend string, own *Ownership) (l *Layout, picked string, ok bool, err error) {
 	var dumps []*snapshot.Dump
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
@@ -41,7 +47,7 @@ func NodeLayout(ns *snapshot.NodeState, family, backend string) (l *Layout, pick
 	if pick == nil {
 		return nil, "", false, fmt.Errorf("node %s has no %s dump of the %s backend", ns.Name, family, backend)
 	}
-	l, err = ReadLayout(family, pick.Text)
+	l, err = ReadOwnedLayout(family, pick.Text, own)
 	if err != nil {
 		return nil, "", false, fmt.Errorf("node %s, %s %s (%s): %w", ns.Name, pick.Collector, pick.Backend, pick.Origin, err)
 	}

@@ -42,7 +42,7 @@ func Diff(current, target *Layout, scope *Scope) []dataplane.Change {
 			switch {
 			case !ok:
 				out = append(out, dataplane.Change{Table: name, Object: chain, Op: OpCreate, Service: svc, Add: want})
-			case dispatchChains[chain]:
+			case target.own.Shared[chain]:
 				if c, ok := editShared(name, chain, have, want, in); ok {
 					out = append(out, c)
 				}
@@ -56,7 +56,7 @@ func Diff(current, target *Layout, scope *Scope) []dataplane.Change {
 			}
 		}
 		for _, chain := range slices.Sorted(maps.Keys(cur.Chains)) {
-			if _, ok := tgt.Chains[chain]; ok || !isServiceChain(chain) || !in.chain(chain) {
+			if _, ok := tgt.Chains[chain]; ok || !target.own.PerService || !isServiceChain(chain) || !in.chain(chain) {
 				continue
 			}
 			out = append(out, dataplane.Change{Table: name, Object: chain, Op: OpDelete, Service: current.owner(chain), Remove: cur.Chains[chain]})

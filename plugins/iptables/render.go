@@ -92,7 +92,7 @@ const largeClusterEndpoints = 1000
 // v1.36 write the same) programs for the view: every chain and rule it
 // writes in its restore payload, with its jump rules and canary chains.
 func Render(v *model.NodeView, s RenderSettings) *Layout {
-	l := newLayout(s.Family)
+	l := NewLayout(s.Family, nil)
 	r := &renderer{s: s, filter: l.Tables["filter"], nat: l.Tables["nat"]}
 	total := 0
 	for i := range v.Ports {

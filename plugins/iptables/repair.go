@@ -96,6 +96,21 @@ func (Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func()
 	return restoreLayout(ctx, p.Family, p.Backend, target, scopeFor(p.Service), started)
 }
 
+// WriteLayout takes the chains a layout's mode owns in the kernel's
+// tables of a backend and family to the layout, in one restore per
+// family, and reads them back. It returns the plan it wrote (no change:
+// nothing was written).
+func WriteLayout(ctx context.Context, family, backend string, target *Layout, started func()) (*dataplane.RepairPlan, error) {
+	return restoreLayout(ctx, family, backend, target, nil, started)
+}
+
+// LayoutDiff is what takes the current layout to the target one, and the
+// restore payload that writes it.
+func LayoutDiff(current, target *Layout) ([]dataplane.Change, string) {
+	cs := Diff(current, target, nil)
+	return cs, Payload(cs)
+}
+
 // Restore puts kube-proxy's part of a backup back.
 func (Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplane.RepairPlan, error) {
 	target, err := ReadLayout(part.Family, part.Text)
@@ -109,7 +124,7 @@ func (Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplan
 // reads it back: what differs then is an error.
 func restoreLayout(ctx context.Context, family, backend string, target *Layout, scope *Scope, started func()) (*dataplane.RepairPlan, error) {
 	p := &dataplane.RepairPlan{Family: family, Backend: backend, Target: target}
-	current, err := kernelLayout(ctx, family, backend)
+	current, err := KernelLayout(ctx, family, backend, target.own)
 	if err != nil {
 		return p, err
 	}
@@ -121,7 +136,7 @@ func restoreLayout(ctx context.Context, family, backend string, target *Layout, 
 	if err := RestoreKernel(ctx, backend, family, p.Payload, started); err != nil {
 		return p, err
 	}
-	after, err := kernelLayout(ctx, family, backend)
+	after, err := KernelLayout(ctx, family, backend, target.own)
 	if err != nil {
 		return p, err
 	}
@@ -131,12 +146,14 @@ func restoreLayout(ctx context.Context, family, backend string, target *Layout, 
 	return p, nil
 }
 
-func kernelLayout(ctx context.Context, family, backend string) (*Layout, error) {
+// KernelLayout reads the chains a mode owns (nil: iptables mode) from the
+// kernel's tables of a backend and family.
+func KernelLayout(ctx context.Context, family, backend string, own *Ownership) (*Layout, error) {
 	text, err := SaveKernel(ctx, backend, family)
 	if err != nil {
 		return nil, err
 	}
-	l, err := ReadLayout(family, text)
+	l, err := ReadOwnedLayout(family, text, own)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s dump: %w", family, backend, err)
 	}
