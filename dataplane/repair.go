@@ -108,3 +108,24 @@ type BackupPart struct {
 	Backend string `json:"backend,omitempty"`
 	Text    string `json:"text"`
 }
+
+// DetachedWriter is a Repairer whose writes run in a process of
+// svctrace's own, started with DetachedWriteArgs, so that a stopped
+// svctrace does not cut them short (its writes are many kernel
+// operations, not one tool's transaction).
+type DetachedWriter interface {
+	Repairer
+	// WriteDetached is that process's work: the job file its Write
+	// wrote.
+	WriteDetached(ctx context.Context, file string) error
+}
+
+// DetachedWriteArgs are the arguments that start svctrace's binary as the
+// writing process of a mode.
+func DetachedWriteArgs(mode, file string) []string {
+	return []string{"reconcile", DetachedWriteCommand, mode, file}
+}
+
+// DetachedWriteCommand is the hidden reconcile subcommand of the writing
+// process.
+const DetachedWriteCommand = "write-detached"

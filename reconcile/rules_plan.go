@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -143,6 +144,11 @@ func planFamily(s *snapshot.Snapshot, ns *snapshot.NodeState, family string, p *
 	if mode == "" {
 		mode = "iptables"
 	}
+	if p.Mode != "" && p.Mode != mode {
+		// One kube-proxy programs both families in one mode: a plan must
+		// not write another mode's state in one of them.
+		return fp, nil, false, fmt.Errorf("node %s: kube-proxy's objects show %s mode in one IP family and %s mode in the other, and its configuration (its /configz; collect --proxy-mode for a snapshot) does not say which it runs: svctrace does not guess which to write", o.Node, p.Mode, mode)
+	}
 	r, err := repairer(mode)
 	if err != nil {
 		return fp, nil, false, fmt.Errorf("node %s: %w", o.Node, err)
@@ -208,6 +214,20 @@ func writer(mode string) (dataplane.Repairer, error) {
 		return w, nil
 	}
 	return nil, fmt.Errorf("reconcile rules --apply does not write kube-proxy's %s mode yet: the plan lists what a repair would change", mode)
+}
+
+// WriteDetached is the writing process of a mode whose plane writes in
+// one (dataplane.DetachedWriter): it makes the writes of the job file.
+func WriteDetached(ctx context.Context, mode, file string) error {
+	w, err := writer(mode)
+	if err != nil {
+		return err
+	}
+	d, ok := w.(dataplane.DetachedWriter)
+	if !ok {
+		return fmt.Errorf("kube-proxy's %s mode is written in svctrace's own process", mode)
+	}
+	return d.WriteDetached(ctx, file)
 }
 
 // hasFamily reports whether the node's state has a dump of the family, or

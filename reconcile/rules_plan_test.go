@@ -11,7 +11,13 @@ import (
 // of snapshots a real kube-proxy v1.36.3 programmed, and holds it to what
 // that kube-proxy wrote: on every node and family, nothing to change.
 func TestPlanBundledSnapshots(t *testing.T) {
-	s, err := snapshot.Load("../examples/lab-iptables-v1.36.3.snapshot.yaml")
+	for _, f := range []string{"../examples/lab-iptables-v1.36.3.snapshot.yaml", "../examples/lab-ipvs-v1.36.3.snapshot.yaml"} {
+		t.Run(f, func(t *testing.T) { planBundled(t, f) })
+	}
+}
+
+func planBundled(t *testing.T, file string) {
+	s, err := snapshot.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +65,12 @@ func TestPlanSeesEdits(t *testing.T) {
 // Every mode a plane renders is written by it; a mode no plane renders
 // is refused at the plan.
 func TestWriterOfModes(t *testing.T) {
-	for _, mode := range []string{"iptables", "nftables"} {
+	for _, mode := range []string{"iptables", "nftables", "ipvs"} {
 		if _, err := writer(mode); err != nil {
 			t.Errorf("%s: %v", mode, err)
 		}
 	}
-	if _, err := repairer("ipvs"); err == nil || !strings.Contains(err.Error(), "does not render that mode yet") {
-		t.Errorf("ipvs: %v", err)
+	if _, err := repairer("kernelspace"); err == nil || !strings.Contains(err.Error(), "does not render that mode yet") {
+		t.Errorf("kernelspace: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/wording"
 )
@@ -18,8 +19,22 @@ func newReconcileCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "reconcile",
 		Short: "Repair a node's kernel state (dry run unless --apply)",
 	}
-	cmd.AddCommand(newReconcileConntrackCommand(streams), newReconcileRulesCommand(streams), newReconcileRollbackCommand(streams))
+	cmd.AddCommand(newReconcileConntrackCommand(streams), newReconcileRulesCommand(streams), newReconcileRollbackCommand(streams),
+		newReconcileWriteDetachedCommand())
 	return cmd
+}
+
+// newReconcileWriteDetachedCommand is the process an apply starts to make
+// a plane's kernel writes, which svctrace stopped does not cut short.
+func newReconcileWriteDetachedCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    dataplane.DetachedWriteCommand + " MODE JOB",
+		Hidden: true,
+		Args:   cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return reconcile.WriteDetached(cmd.Context(), args[0], args[1])
+		},
+	}
 }
 
 type reconcileConntrackOptions struct {

@@ -40,17 +40,21 @@ func newReconcileRulesCommand(streams genericiooptions.IOStreams) *cobra.Command
 		Use:   "rules --node N [--service NS/NAME] [--apply]",
 		Short: "Render the rules kube-proxy would program on a node, show what differs, and write them",
 		Long: `Render the complete state kube-proxy would program on the node in its mode
-(iptables, or nftables) for the Services and EndpointSlices of the API, in the
-layout of the kube-proxy version running there (v1.33 to v1.36), compare it
-with kube-proxy's part of the kernel, and print the difference: each chain to
-create, rewrite or delete, each rule or set element to add or remove, and the
-drift findings each change fixes. --service limits it to one Service.
+(iptables, nftables or ipvs) for the Services and EndpointSlices of the API, in
+the layout of the kube-proxy version running there (v1.33 to v1.36), compare it
+with kube-proxy's part of the kernel, and print the difference: each chain,
+virtual server or ipset to create, rewrite or delete, each rule, real server,
+set element or address to add or remove, and the drift findings each change
+fixes. --service limits it to one Service.
 
 With --apply, on the node (--local) or through the node's agent: back the
-node's state up to a file, write the changes in one transaction per IP family
-(iptables-restore --noflush naming only kube-proxy's chains and its jumps in
-the built-in chains, or one nft transaction on kube-proxy's table; no other
-component's rule is touched), read the node again and run drift. If the kernel
+node's state up to a file, write the changes (iptables-restore --noflush
+naming only kube-proxy's chains and its jumps in the built-in chains, one per
+IP family; one nft transaction on kube-proxy's table; in ipvs mode, the IPVS
+table, kube-proxy's ipsets and kube-ipvs0's addresses over netlink, in a
+process of its own that a stopped svctrace does not cut short, then the mode's
+iptables rules; no other component's rule or set is touched), read the node
+again and run drift. If the kernel
 does not hold what was written, or a finding the plan fixes is still there, the
 backup is put back. A running kube-proxy that synced within the hour would
 write over the repair: --apply refuses then, unless --force. 'reconcile
@@ -219,7 +223,7 @@ func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
 			}
 		}
 		if wide && f.Payload != "" {
-			fmt.Fprintf(w, "  iptables-restore --noflush input:\n")
+			fmt.Fprintf(w, "  %s:\n", payloadTitle(p.Mode))
 			for _, line := range strings.Split(strings.TrimSuffix(f.Payload, "\n"), "\n") {
 				fmt.Fprintf(w, "    %s\n", line)
 			}
@@ -234,6 +238,17 @@ func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
 	case p.Changes() > 0:
 		fmt.Fprintln(w, "dry run: nothing written (add --apply on the node)")
 	}
+}
+
+// payloadTitle says what a mode's payload is.
+func payloadTitle(mode string) string {
+	switch mode {
+	case "nftables":
+		return "nft -f input"
+	case "ipvs":
+		return "writes, in the forms of ipset restore, ipvsadm-restore, ip addr and iptables-restore --noflush (made over netlink)"
+	}
+	return "iptables-restore --noflush input"
 }
 
 // familyName names a family's part of a plan, with the backend where the

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,9 +68,34 @@ func TestReconcileRulesErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d and %q:\n%s", c.args, code, exitError, c.want, stderr)
 		}
 	}
-	_, stderr, code := run(t, "reconcile", "rules", "--snapshot", "../../examples/lab-ipvs-v1.36.3.snapshot.yaml")
-	if code != exitError || !strings.Contains(stderr, "kube-proxy runs in ipvs mode there: reconcile rules does not render that mode yet") {
-		t.Errorf("ipvs snapshot: exit %d:\n%s", code, stderr)
+	ipvsSnap := "../../examples/lab-ipvs-v1.36.3.snapshot.yaml"
+	_, stderr, code := run(t, "reconcile", "rules", "--snapshot", ipvsSnap, "--kube-proxy-version", "v1.32.1")
+	if code != exitError || !strings.Contains(stderr, "svctrace renders the ipvs layout of v1.33 to v1.36") {
+		t.Errorf("ipvs snapshot, v1.32: exit %d:\n%s", code, stderr)
+	}
+	// Without the ipsets, a plan in ipvs mode would be a guess.
+	data, err := os.ReadFile(ipvsSnap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSets := filepath.Join(t.TempDir(), "no-ipsets.yaml")
+	text := strings.Replace(string(data), "  - collector: ipset\n", "  - collector: ipset-not-read\n", 1)
+	if err := os.WriteFile(noSets, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = run(t, "reconcile", "rules", "--snapshot", noSets)
+	if code != exitError || !strings.Contains(stderr, "compares the IPVS table, the ipsets, the addresses on kube-ipvs0 and the iptables rules together") {
+		t.Errorf("ipvs snapshot without ipsets: exit %d:\n%s", code, stderr)
+	}
+}
+
+// TestReconcileRulesIPVS: the ipvs render equals what kube-proxy v1.36.3
+// programmed on the lab's VM node: its IPVS table, ipsets, kube-ipvs0's
+// addresses and iptables rules.
+func TestReconcileRulesIPVS(t *testing.T) {
+	out, stderr, code := run(t, "reconcile", "rules", "--snapshot", "../../examples/lab-ipvs-v1.36.3.snapshot.yaml", "--node", "vm1")
+	if code != exitOK || !strings.Contains(out, "kube-proxy ipvs mode, layout of v1.36.3") || !strings.Contains(out, "IPv4 (legacy backend): 0 changes") {
+		t.Errorf("exit %d:\n%s%s", code, out, stderr)
 	}
 }
 

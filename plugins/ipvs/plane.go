@@ -88,8 +88,15 @@ func (p *Plane) Table() *Table { return p.table }
 func (p *Plane) Mode() string { return "ipvs" }
 
 // HasKubeProxy: kube-proxy's objects are virtual servers (the table holds
-// nothing else in a cluster).
-func (p *Plane) HasKubeProxy() bool { return len(p.table.Virtuals) > 0 }
+// nothing else in a cluster), or, in a family without a Service, the
+// filter chain only ipvs mode makes (KUBE-IPVS-FILTER), which its
+// proxier of that family writes on every sync.
+func (p *Plane) HasKubeProxy() bool {
+	if len(p.table.Virtuals) > 0 {
+		return true
+	}
+	return p.rules != nil && p.rules.Rules.Chain("filter", "KUBE-IPVS-FILTER") != nil
+}
 
 // Frontends are the virtual servers with an address: a NodePort when the
 // address is one of the node's (not one bound on kube-ipvs0), a ClusterIP

@@ -18,10 +18,7 @@ var addressSets = []string{"CLUSTER-IP", "EXTERNAL-IP", "EXTERNAL-IP-LOCAL", "LO
 // setName is kube-proxy's name of one of its ipsets for the plane's
 // family: KUBE-CLUSTER-IP, or KUBE-6-CLUSTER-IP for IPv6.
 func (p *Plane) setName(base string) string {
-	if p.family == "IPv6" {
-		return "KUBE-6-" + base
-	}
-	return "KUBE-" + base
+	return familySetName("KUBE-"+base, p.family)
 }
 
 // setChecks hold the virtual servers and kube-ipvs0 against kube-proxy's

@@ -1,0 +1,184 @@
+package ipvs
+
+import (
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/iptables"
+)
+
+// State is kube-proxy's part of a node's ipvs mode for one family, as a
+// repair compares it: the virtual servers of the family, the ipsets, the
+// addresses on kube-ipvs0 and the iptables chains ipvs mode owns.
+type State struct {
+	Virtuals []*Virtual
+	Sets     *IPSets
+	Addrs    []netip.Prefix
+	Rules    *iptables.Layout
+}
+
+// delta is what takes a State to a Target, as the operations that do it.
+type delta struct {
+	newSets    []*IPSet
+	addMembers map[string][]string
+	delMembers map[string][]string
+	// newVirtuals come with their real servers; setVirtuals are changed
+	// in place (scheduler, persistence); delVirtuals go with theirs.
+	newVirtuals, setVirtuals, delVirtuals []*Virtual
+	// addReals, setReals (weight or forwarding) and delReals by virtual
+	// server key.
+	addReals, setReals, delReals map[string][]Real
+	addAddrs, delAddrs           []netip.Prefix
+	// rules are the iptables changes, and rulesPayload their restore
+	// input.
+	rules        []dataplane.Change
+	rulesPayload string
+	// notes say what differs that a repair leaves alone.
+	notes []string
+}
+
+// diff compares the state with the target. With a Service, only that
+// Service's virtual servers, set members and addresses are compared (the
+// iptables rules of ipvs mode are no one Service's).
+func diff(cur *State, t *Target, service string) *delta {
+	d := &delta{addMembers: map[string][]string{}, delMembers: map[string][]string{},
+		addReals: map[string][]Real{}, setReals: map[string][]Real{}, delReals: map[string][]Real{}}
+	in := func(key string) bool { return service == "" || serviceName(t.owners[key]) == service }
+
+	have := map[string]*Virtual{}
+	for _, v := range cur.Virtuals {
+		if v.Protocol != "" {
+			have[v.Key()] = v
+		}
+	}
+	for _, v := range t.Virtuals {
+		if !in(v.Key()) {
+			continue
+		}
+		old, ok := have[v.Key()]
+		if !ok {
+			d.newVirtuals = append(d.newVirtuals, v)
+			continue
+		}
+		if old.String() != v.String() {
+			d.setVirtuals = append(d.setVirtuals, v)
+		}
+		oldReals := map[netip.AddrPort]Real{}
+		for _, r := range old.Reals {
+			oldReals[r.Addr] = r
+		}
+		for _, r := range v.Reals {
+			o, ok := oldReals[r.Addr]
+			switch {
+			case !ok:
+				d.addReals[v.Key()] = append(d.addReals[v.Key()], r)
+			case o.Weight != r.Weight || o.Forward != r.Forward:
+				d.setReals[v.Key()] = append(d.setReals[v.Key()], r)
+			}
+			delete(oldReals, r.Addr)
+		}
+		for _, r := range old.Reals {
+			if _, gone := oldReals[r.Addr]; gone {
+				d.delReals[v.Key()] = append(d.delReals[v.Key()], r)
+			}
+		}
+	}
+	if service == "" {
+		want := map[string]bool{}
+		for _, v := range t.Virtuals {
+			want[v.Key()] = true
+		}
+		for _, v := range cur.Virtuals {
+			if v.Protocol != "" && !want[v.Key()] {
+				d.delVirtuals = append(d.delVirtuals, v)
+			}
+		}
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(t.Sets)) {
+		want := t.Sets[name]
+		var old *IPSet
+		if cur.Sets != nil {
+			old = cur.Sets.Sets[name]
+		}
+		if old == nil {
+			set := &IPSet{Name: want.Name, Type: want.Type, Family: want.Family, Options: want.Options}
+			for _, m := range want.Members {
+				if in(name + " " + m.Text) {
+					set.Members = append(set.Members, m)
+				}
+			}
+			if service == "" || len(set.Members) > 0 {
+				d.newSets = append(d.newSets, set)
+			}
+			continue
+		}
+		if old.Type != want.Type || old.family() != want.family() {
+			d.notes = append(d.notes, "ipset "+name+" is "+old.Type+" "+old.family()+", but kube-proxy makes it "+want.Type+" "+want.family()+": a repair does not remake it (the iptables rules hold it)")
+			continue
+		}
+		oldSet := map[string]string{}
+		for _, m := range old.Members {
+			oldSet[canonMember(m.Text)] = m.Text
+		}
+		for _, m := range want.Members {
+			c := canonMember(m.Text)
+			if _, ok := oldSet[c]; !ok && in(name+" "+m.Text) {
+				d.addMembers[name] = append(d.addMembers[name], m.Text)
+			}
+			delete(oldSet, c)
+		}
+		if service == "" {
+			for _, m := range old.Members {
+				if _, stale := oldSet[canonMember(m.Text)]; stale {
+					d.delMembers[name] = append(d.delMembers[name], m.Text)
+				}
+			}
+		}
+	}
+
+	haveAddr := map[netip.Addr]bool{}
+	for _, a := range cur.Addrs {
+		haveAddr[a.Addr()] = true
+	}
+	wantAddr := map[netip.Addr]bool{}
+	for _, a := range t.Addrs {
+		wantAddr[a.Addr()] = true
+		if !haveAddr[a.Addr()] && in(a.Addr().String()) {
+			d.addAddrs = append(d.addAddrs, a)
+		}
+	}
+	if service == "" {
+		for _, a := range cur.Addrs {
+			if !wantAddr[a.Addr()] {
+				d.delAddrs = append(d.delAddrs, a)
+			}
+		}
+		if cur.Rules != nil {
+			d.rules, d.rulesPayload = iptables.LayoutDiff(cur.Rules, t.Rules)
+		}
+	}
+	return d
+}
+
+// canonMember is a set member as compared: a host network ("/32",
+// "/128") is its address.
+func canonMember(m string) string {
+	m = strings.TrimSuffix(m, "/32")
+	return strings.TrimSuffix(m, "/128")
+}
+
+// serviceName is the Service ("ns/name") of a Service port name.
+func serviceName(spn string) string {
+	svc, _, _ := strings.Cut(spn, ":")
+	return svc
+}
+
+// empty reports whether nothing differs.
+func (d *delta) empty() bool {
+	return len(d.newSets)+len(d.addMembers)+len(d.delMembers)+len(d.newVirtuals)+len(d.setVirtuals)+len(d.delVirtuals)+
+		len(d.addReals)+len(d.setReals)+len(d.delReals)+len(d.addAddrs)+len(d.delAddrs)+len(d.rules) == 0
+}
