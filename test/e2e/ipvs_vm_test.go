@@ -240,37 +240,10 @@ var vmPods = map[string]string{"10.244.200.11": "p11", "10.244.200.12": "p12", "
 // endpoints; svctrace imports the table with the objects and explains
 // each Service from it, and sees a real server deleted by hand.
 func TestIPVSVM(t *testing.T) {
-	l := lab.Start(t, lab.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	l.Apply(t, ipvsServices)
-	// svctrace goes in the VM too, built without cgo (the VM has no libc
-	// of its own but the tools').
+	l, vm := startIPVSVM(ctx, t)
 	bin := buildSvctrace(t)
-	static := filepath.Join(t.TempDir(), "svctrace-static")
-	build := exec.CommandContext(ctx, "go", "build", "-o", static, "github.com/svctrace/svctrace/cmd/kubectl-svctrace")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	svctraceBin, err := os.ReadFile(static)
-	if err != nil {
-		t.Fatal(err)
-	}
-	labnet := filepath.Join(t.TempDir(), "labnet")
-	build = exec.CommandContext(ctx, "go", "build", "-o", labnet, "github.com/svctrace/svctrace/test/lab/cmd/labnet")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	labnetBin, err := os.ReadFile(labnet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm, err := l.StartVM(t, "vm1", lab.VMOptions{Files: map[string][]byte{"usr/local/bin/kubectl-svctrace": svctraceBin, "usr/local/bin/labnet": labnetBin}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Logf("VM node %s runs with %s %v", vm.Name, vm.Accel, vm.Failed)
 	if err := vm.StartKubeProxy(ctx, "ipvs"); err != nil {
 		t.Fatal(err)
@@ -496,6 +469,14 @@ func TestIPVSVM(t *testing.T) {
 // of them; the endpoint that is not ready gets none.
 func vmTraffic(ctx context.Context, t *testing.T, vm *lab.VM) {
 	t.Helper()
+	vmPodNet(ctx, t, vm)
+	vmTrafficCheck(ctx, t, vm)
+}
+
+// vmPodNet makes the VM's pod namespaces on a bridge, with a backend
+// answering in each but the client's.
+func vmPodNet(ctx context.Context, t *testing.T, vm *lab.VM) {
+	t.Helper()
 	setup := []string{"/usr/sbin/ip link add br0 type bridge", "/usr/sbin/ip addr add 10.244.200.1/24 dev br0", "/usr/sbin/ip link set br0 up"}
 	for ip, name := range vmPods {
 		setup = append(setup,
@@ -515,6 +496,11 @@ func vmTraffic(ctx context.Context, t *testing.T, vm *lab.VM) {
 	if _, err := vm.Run(ctx, "for f in p11 p12 p13 p14; do while [ ! -e /run/$f.ready ]; do sleep 0.1; done; done"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// vmTrafficCheck sends the connections and holds them to trace.
+func vmTrafficCheck(ctx context.Context, t *testing.T, vm *lab.VM) {
+	t.Helper()
 	snap := "kubectl-svctrace collect --local --node vm1 --kubeconfig " + lab.VMAdminKubeconfig + " -f /tmp/traffic.yaml >/dev/null 2>&1"
 	if out, err := vm.Run(ctx, snap); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -575,4 +561,39 @@ func norm(s string) string {
 		out = append(out, strings.Join(strings.Fields(l), " "))
 	}
 	return strings.Join(out, "\n")
+}
+
+// startIPVSVM starts the lab with one node, applies ipvsServices, and
+// starts the VM node vm1 with svctrace and labnet in it.
+func startIPVSVM(ctx context.Context, t *testing.T) (*lab.Lab, *lab.VM) {
+	t.Helper()
+	l := lab.Start(t, lab.Options{Nodes: 1})
+	l.Apply(t, ipvsServices)
+	// svctrace goes in the VM too, built without cgo (the VM has no libc
+	// of its own but the tools').
+	static := filepath.Join(t.TempDir(), "svctrace-static")
+	build := exec.CommandContext(ctx, "go", "build", "-o", static, "github.com/svctrace/svctrace/cmd/kubectl-svctrace")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	svctraceBin, err := os.ReadFile(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labnet := filepath.Join(t.TempDir(), "labnet")
+	build = exec.CommandContext(ctx, "go", "build", "-o", labnet, "github.com/svctrace/svctrace/test/lab/cmd/labnet")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	labnetBin, err := os.ReadFile(labnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := l.StartVM(t, "vm1", lab.VMOptions{Files: map[string][]byte{"usr/local/bin/kubectl-svctrace": svctraceBin, "usr/local/bin/labnet": labnetBin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, vm
 }

@@ -132,7 +132,7 @@ func vmInitramfs(ctx context.Context, k vmKernel, initScript string, extra map[s
 		return nil, err
 	}
 	for _, n := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore",
-		"iptables-legacy-save", "ip6tables-legacy-save"} {
+		"iptables-legacy-save", "ip6tables-legacy-save", "iptables-legacy-restore", "ip6tables-legacy-restore"} {
 		files["usr/sbin/"+n] = cpioFile{link: "xtables-legacy-multi", mode: 0o777}
 	}
 	for _, d := range []string{"proc", "sys", "dev", "tmp", "run", "var/run", "etc", "root"} {
