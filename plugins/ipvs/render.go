@@ -21,6 +21,10 @@ type RenderSettings struct {
 	// server on: every address of the family but loopback, link-local
 	// and kube-ipvs0's, or those --nodeport-addresses selects.
 	NodePortIPs []netip.Addr
+	// NodeAddrs are all the node's addresses of the family but those on
+	// kube-ipvs0: an external or load-balancer address among them is not
+	// bound there (nil: NodePortIPs).
+	NodeAddrs []netip.Addr
 	// NodeIP is the node's primary address of the family: a load
 	// balancer whose source ranges hold it is reachable from the node.
 	NodeIP netip.Addr
@@ -72,7 +76,11 @@ func Render(view *model.NodeView, s RenderSettings) *Target {
 	}
 	t := &Target{Family: s.Family, Sets: newSets(s.Family), owners: map[string]string{}}
 	r := &renderer{t: t, s: s, nodeAddr: map[netip.Addr]bool{}, bound: map[netip.Addr]bool{}, keys: map[string]bool{}}
-	for _, a := range s.NodePortIPs {
+	nodeAddrs := s.NodeAddrs
+	if nodeAddrs == nil {
+		nodeAddrs = s.NodePortIPs
+	}
+	for _, a := range nodeAddrs {
 		r.nodeAddr[a] = true
 	}
 	for i := range view.Ports {
@@ -113,7 +121,7 @@ func (r *renderer) port(p *model.ServicePort) {
 	port := strconv.Itoa(int(p.Port))
 	for _, e := range p.Endpoints {
 		if e.Local {
-			r.t.add(setLoopBack, e.IP+","+strings.ToLower(p.Protocol)+":"+strconv.Itoa(int(e.Port))+","+e.IP, spn)
+			r.t.add(setLoopBack, e.IP+","+proto+":"+strconv.Itoa(int(e.Port))+","+e.IP, spn)
 		}
 	}
 	internal := pick(p.InternalPolicyLocal, p.LocalEndpoints, p.ClusterEndpoints)

@@ -128,3 +128,26 @@ func TestDiffScope(t *testing.T) {
 		}
 	}
 }
+
+// An external IP that is one of the node's addresses is not bound on
+// kube-ipvs0, even where --nodeport-addresses leaves it out of the
+// NodePorts' addresses.
+func TestRenderExternalNodeAddress(t *testing.T) {
+	v := testView()
+	v.Ports[0].ExternalIPs = []string{"192.0.2.20", "198.51.100.9"}
+	tg := Render(v, RenderSettings{Family: "IPv4", NodePortIPs: addrs("192.0.2.10"), NodeAddrs: addrs("192.0.2.10", "192.0.2.20")})
+	var bound []string
+	for _, a := range tg.Addrs {
+		bound = append(bound, a.Addr().String())
+	}
+	if slices.Contains(bound, "192.0.2.20") || !slices.Contains(bound, "198.51.100.9") {
+		t.Errorf("kube-ipvs0: %q", bound)
+	}
+	var keys []string
+	for _, v := range tg.Virtuals {
+		keys = append(keys, v.Key())
+	}
+	if !slices.Contains(keys, "TCP 192.0.2.20:80") || slices.Contains(keys, "TCP 192.0.2.20:30080") {
+		t.Errorf("virtual servers: %q", keys)
+	}
+}

@@ -131,15 +131,15 @@ func settings(in dataplane.RepairInput, p *Plane, rules *iptables.Layout) (Rende
 	if !masq {
 		notes = append(notes, "kube-proxy's MASQUERADE rule is absent: assumed --random-fully, as kube-proxy has it on a current kernel")
 	}
-	s.NodePortIPs = nodePortIPs(in, p)
+	s.NodePortIPs, s.NodeAddrs = nodePortIPs(in, p)
 	return s, notes
 }
 
 // nodePortIPs are the addresses a NodePort gets a virtual server on: those
 // --nodeport-addresses selects, else every address of the node of the
 // family but loopback, IPv6 link-local, cluster IPs and those on
-// kube-ipvs0.
-func nodePortIPs(in dataplane.RepairInput, p *Plane) []netip.Addr {
+// kube-ipvs0; and all those addresses of the node.
+func nodePortIPs(in dataplane.RepairInput, p *Plane) (selected, all []netip.Addr) {
 	var out []netip.Addr
 	seen := map[netip.Addr]bool{}
 	// A cluster IP is kube-ipvs0's, never the node's: one missing there
@@ -155,7 +155,7 @@ func nodePortIPs(in dataplane.RepairInput, p *Plane) []netip.Addr {
 			out = append(out, a)
 		}
 	}
-	all := len(in.Config.NodePortAddresses) == 0
+	every := len(in.Config.NodePortAddresses) == 0
 	var prefixes []netip.Prefix
 	for _, sel := range in.Config.NodePortAddresses {
 		if sel == "primary" {
@@ -168,17 +168,23 @@ func nodePortIPs(in dataplane.RepairInput, p *Plane) []netip.Addr {
 		}
 		if pf, err := netip.ParsePrefix(sel); err == nil && pf.Addr().Is4() == (in.Family == "IPv4") {
 			if pf.Bits() == 0 {
-				all = true
+				every = true
 			}
 			prefixes = append(prefixes, pf)
 		}
 	}
+	var node []netip.Addr
+	listed := map[netip.Addr]bool{}
 	for _, ip := range append(append([]string{}, in.NodeIPs...), in.LocalAddrs...) {
 		a, err := netip.ParseAddr(ip)
 		if err != nil {
 			continue
 		}
-		if all {
+		if !listed[a] && !a.IsLoopback() && !p.isVIP(a) && a.Is4() == (in.Family == "IPv4") {
+			listed[a] = true
+			node = append(node, a)
+		}
+		if every {
 			add(a)
 			continue
 		}
@@ -188,7 +194,7 @@ func nodePortIPs(in dataplane.RepairInput, p *Plane) []netip.Addr {
 			}
 		}
 	}
-	return out
+	return out, node
 }
 
 // ofFamily is the first CIDR of the family in a list.
