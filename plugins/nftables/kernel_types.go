@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -115,6 +116,12 @@ func (l kLits) lit(text string, num bool) *Literal {
 // nil when the bytes do not make one.
 func (l kLits) kValue(b []byte, typ string) Expr {
 	n := typeSize(typ)
+	if typ == "ifname" && len(b) > 0 && len(b) < n && !slices.Contains(b, 0) {
+		// A name compared on its first bytes only: nft's wildcard
+		// ("veth*"), which kube-proxy's InterfaceNamePrefix detector
+		// writes.
+		return newLiteral(string(b)+"*", false)
+	}
 	if n != 0 && len(b) < n {
 		return nil
 	}
