@@ -23,6 +23,10 @@ type RenderSettings struct {
 	// (ClusterCIDR or NodeCIDR); "" when no detector is implemented, and
 	// its rules are then left out, as kube-proxy leaves them out.
 	LocalCIDR string
+	// LocalIface is the input interface of an interface local-traffic
+	// detector, as nft names it: the bridge (BridgeInterface, "cni0"), or
+	// the prefix with a wildcard (InterfaceNamePrefix, "veth*").
+	LocalIface string
 	// NodePortIPs are the addresses --nodeport-addresses selects; nil
 	// when NodePorts open on every local address.
 	NodePortIPs []string
@@ -131,6 +135,26 @@ func (r *renderer) elem(set string, key []string, comment, data string) {
 }
 
 // quote is a string as nft quotes it in a listing.
+// localImplemented reports whether a local-traffic detector is in use:
+// kube-proxy leaves its rules out otherwise.
+func (s RenderSettings) localImplemented() bool { return s.LocalIface != "" || s.LocalCIDR != "" }
+
+// notLocal is the detector's match of traffic that is not from a local
+// pod; isLocal of traffic that is.
+func (s RenderSettings) notLocal(ipX string) []string {
+	if s.LocalIface != "" {
+		return []string{"iifname !=", quote(s.LocalIface)}
+	}
+	return []string{ipX, "saddr !=", s.LocalCIDR}
+}
+
+func (s RenderSettings) isLocal(ipX string) []string {
+	if s.LocalIface != "" {
+		return []string{"iifname", quote(s.LocalIface)}
+	}
+	return []string{ipX, "saddr", s.LocalCIDR}
+}
+
 func quote(s string) string {
 	return fmt.Sprintf("%q", s)
 }
@@ -248,8 +272,8 @@ func (r *renderer) setup() {
 		// v1.33 masquerades ClusterIP traffic in each service's chain.
 	case r.s.MasqueradeAll:
 		r.rule("services", ipX, "daddr @cluster-ips", r.masquerade(), "comment", quote("masquerade all clusterIP traffic"))
-	case r.s.LocalCIDR != "":
-		r.rule("services", ipX, "daddr @cluster-ips", ipX, "saddr !=", r.s.LocalCIDR, r.masquerade(), "comment", quote("masquerade clusterIP traffic from outside cluster"))
+	case r.s.localImplemented():
+		r.rule("services", append(append([]string{ipX, "daddr @cluster-ips"}, r.s.notLocal(ipX)...), r.masquerade(), "comment", quote("masquerade clusterIP traffic from outside cluster"))...)
 	}
 	r.rule("services", dispatch+mapServiceIPs)
 	if r.s.NodePortIPs == nil {

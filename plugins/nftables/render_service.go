@@ -201,8 +201,8 @@ func (r *renderer) internalMasquerade(p *model.ServicePort, chain string) {
 	match := []string{r.ipX, "daddr", addr(p.ClusterIP), p.ProtoLower(), "dport", strconv.Itoa(int(p.Port))}
 	switch {
 	case r.s.MasqueradeAll:
-	case r.s.LocalCIDR != "":
-		match = append(match, r.ipX, "saddr !=", r.s.LocalCIDR)
+	case r.s.localImplemented():
+		match = append(match, r.s.notLocal(r.ipX)...)
 	default:
 		return
 	}
@@ -218,8 +218,8 @@ func (r *renderer) externalChain(p *model.ServicePort, ext, cluster, policy stri
 	case !p.ExternalPolicyLocal:
 		r.rule(ext, r.masquerade(), "comment", quote("masquerade"))
 	default:
-		if r.s.LocalCIDR != "" {
-			r.rule(ext, r.ipX, "saddr", r.s.LocalCIDR, "goto", cluster, "comment", quote("short-circuit pod traffic"))
+		if r.s.localImplemented() {
+			r.rule(ext, append(r.s.isLocal(r.ipX), "goto", cluster, "comment", quote("short-circuit pod traffic"))...)
 		}
 		r.rule(ext, "fib saddr type local", r.masquerade(), "comment", quote("masquerade local traffic"))
 		r.rule(ext, "fib saddr type local goto", cluster, "comment", quote("short-circuit local traffic"))

@@ -31,6 +31,12 @@ func SettingsFrom(cfg snapshot.ProxyConfig, family string, nodeIPs []string, cur
 	switch cfg.DetectLocalMode {
 	case "", "ClusterCIDR":
 		s.LocalCIDR = cidrOfFamily(cfg.ClusterCIDRs, family)
+	case "BridgeInterface":
+		s.LocalIface = cfg.BridgeInterface
+	case "InterfaceNamePrefix":
+		if cfg.InterfaceNamePrefix != "" {
+			s.LocalIface = cfg.InterfaceNamePrefix + "*"
+		}
 	}
 	s.NodePortIPs = nodePortIPsFrom(cfg.NodePortAddresses, family, nodeIPs)
 	if current == nil {
@@ -61,6 +67,13 @@ func SettingsFrom(cfg snapshot.ProxyConfig, family string, nodeIPs []string, cur
 		for _, r := range c.Rules {
 			if rest, ok := strings.CutPrefix(r, ipX+" daddr @cluster-ips "+ipX+" saddr != "); ok {
 				s.LocalCIDR, _, _ = strings.Cut(rest, " ")
+			}
+			if rest, ok := strings.CutPrefix(r, ipX+" daddr @cluster-ips iifname != "); ok && cfg.DetectLocalMode == "" {
+				if f := strings.Fields(rest); len(f) > 0 {
+					if name, err := strconv.Unquote(f[0]); err == nil {
+						s.LocalIface, s.LocalCIDR = name, ""
+					}
+				}
 			}
 		}
 	}

@@ -44,7 +44,7 @@ func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool,
 	}
 	s := SettingsFrom(in.Config, in.Family, in.NodeIPs, current)
 	s.Minor = minor
-	if s.LocalCIDR == "" && !s.MasqueradeAll && len(in.View.Ports) > 0 {
+	if !s.localImplemented() && !s.MasqueradeAll && len(in.View.Ports) > 0 {
 		p.Notes = append(p.Notes, "no cluster CIDR is known (none in kube-proxy's configuration or table): rendered without the local-traffic detector's rules, as kube-proxy does; give --cluster-cidr if the node's kube-proxy has one")
 	}
 	target := Render(in.View, s)
