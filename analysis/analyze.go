@@ -220,7 +220,7 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 	}
 	a.space = &space
 	in := dataplane.ObserveInput{Node: a.Node, Family: family, NodeIPs: a.NodeIPs, ClusterCIDRs: cidrs,
-		LocalAddrs: a.LocalAddrs[len(a.NodeIPs):], Probes: space}
+		LocalAddrs: a.LocalAddrs[len(a.NodeIPs):], Probes: space, PodIface: podIface(a.Config)}
 	if o.Service != nil {
 		ref := ServiceRef{Namespace: o.Service.Namespace, Name: o.Service.Name}
 		in.Only = func(f behavior.Frontend) bool { return f.Service == "" || ref.Matches(f.Service) }
@@ -331,6 +331,19 @@ func foldOrphans(fs []behavior.Finding) []behavior.Finding {
 	return out
 }
 
+// podIface is an interface a pod's packets arrive on under a local-traffic
+// detector that goes by interface: the bridge, or a name with the prefix;
+// "" for the other detectors.
+func podIface(cfg snapshot.ProxyConfig) string {
+	switch {
+	case cfg.DetectLocalMode == "BridgeInterface":
+		return cfg.BridgeInterface
+	case cfg.DetectLocalMode == "InterfaceNamePrefix" && cfg.InterfaceNamePrefix != "":
+		return cfg.InterfaceNamePrefix + "0"
+	}
+	return ""
+}
+
 // inferConfig completes the settings the snapshot did not tell from what
 // the kernel state shows (in: the plane's Infer).
 func (a *NodeAnalysis) inferConfig(in dataplane.Inferred) {
@@ -344,6 +357,21 @@ func (a *NodeAnalysis) inferConfig(in dataplane.Inferred) {
 		for _, e := range in.Evidence {
 			if strings.HasPrefix(e, "cluster CIDR") {
 				a.Config.Inferred = append(a.Config.Inferred, e)
+			}
+		}
+	}
+	if a.Config.DetectLocalMode == "" && len(a.Config.ClusterCIDRs) == 0 {
+		switch {
+		case in.LocalBridge != "":
+			a.Config.DetectLocalMode, a.Config.BridgeInterface = "BridgeInterface", in.LocalBridge
+		case in.LocalIfacePrefix != "":
+			a.Config.DetectLocalMode, a.Config.InterfaceNamePrefix = "InterfaceNamePrefix", in.LocalIfacePrefix
+		}
+		if a.Config.DetectLocalMode != "" {
+			for _, e := range in.Evidence {
+				if strings.HasPrefix(e, "local traffic") {
+					a.Config.Inferred = append(a.Config.Inferred, "local-traffic detector "+a.Config.DetectLocalMode+": "+e)
+				}
 			}
 		}
 	}

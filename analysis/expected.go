@@ -45,17 +45,16 @@ func Expected(in ExpectedInput) (*behavior.Table, []string) {
 			}
 		}
 	}
-	cidrs := space.ClusterCIDRs
-	detector := len(cidrs) > 0
+	det := newLocalDetector(cfg, space.ClusterCIDRs)
 	npIPs, notes := in.nodePortIPs()
 	local := newLocalDelivery(space.NodeIPs)
 	for i := range v.Ports {
 		p := &v.Ports[i]
 		for _, k := range frontendKeys(p, npIPs) {
-			t.Frontends = append(t.Frontends, expectFrontend(p, k, space, local, detector, cfg.MasqueradeAll, cfg.Mode == "ipvs"))
+			t.Frontends = append(t.Frontends, expectFrontend(p, k, space, local, det, cfg.MasqueradeAll, cfg.Mode == "ipvs"))
 		}
 	}
-	if !detector && !cfg.MasqueradeAll {
+	if !det.on() && !cfg.MasqueradeAll {
 		notes = append(notes, "no cluster CIDR known: the local-traffic detector is off, so off-cluster traffic to ClusterIPs is not masqueraded")
 	}
 	t.Notes = notes
@@ -150,8 +149,7 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 	return out, notes
 }
 
-func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, local localDelivery, detector, masqAll, ipvs bool) behavior.Frontend {
-	cidrs := space.ClusterCIDRs
+func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, local localDelivery, det localDetector, masqAll, ipvs bool) behavior.Frontend {
 	spn := p.SPN()
 	f := behavior.Frontend{Key: k, Service: spn, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
 	if p.AffinityTimeoutSeconds > 0 {
@@ -190,11 +188,11 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 		case !behavior.Allowed(src, ranges):
 			o = behavior.Outcome{Verdict: behavior.Drop, Reason: fmt.Sprintf("%s: source %s not in loadBalancerSourceRanges", spn, src)}
 		case ipvs:
-			o = ipvsOutcome(p, src, cidrs, external, detector, masqAll, local, memo)
+			o = ipvsOutcome(p, c, src, det, external, masqAll, local, memo)
 		case !external:
-			o = internalOutcome(p, src, cidrs, detector, masqAll, local, memo)
+			o = internalOutcome(p, c, src, det, masqAll, local, memo)
 		default:
-			o = externalOutcome(p, c, detector, local, memo)
+			o = externalOutcome(p, c, det.on(), local, memo)
 		}
 		if c != behavior.FromNode {
 			o = local.unmasqueraded(o)
@@ -204,7 +202,7 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 	return f
 }
 
-func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix, detector, masqAll bool, local localDelivery, memo backendMemo) behavior.Outcome {
+func internalOutcome(p *model.ServicePort, c behavior.SourceClass, src netip.Addr, det localDetector, masqAll bool, local localDelivery, memo backendMemo) behavior.Outcome {
 	eps := p.ClusterEndpoints
 	if p.InternalPolicyLocal {
 		eps = p.LocalEndpoints
@@ -212,7 +210,7 @@ func internalOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix,
 			return behavior.Outcome{Verdict: behavior.Drop, Reason: p.SPN() + " has no local endpoints"}
 		}
 	}
-	masq := masqAll || (detector && !inPrefixes(src, cidrs))
+	masq := masqAll || (det.on() && det.notLocal(c, src))
 	return forward(eps, masq, local, memo)
 }
 

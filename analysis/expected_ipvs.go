@@ -21,8 +21,8 @@ import (
 //
 // A Service with no endpoints at all, and a source outside its load
 // balancer's source ranges, are as in the other modes (see expectFrontend).
-func ipvsOutcome(p *model.ServicePort, src netip.Addr, cidrs []netip.Prefix, external, detector, masqAll bool, local localDelivery, memo backendMemo) behavior.Outcome {
-	localPolicy, masq := p.InternalPolicyLocal, masqAll || (detector && !inPrefixes(src, cidrs))
+func ipvsOutcome(p *model.ServicePort, c behavior.SourceClass, src netip.Addr, det localDetector, external, masqAll bool, local localDelivery, memo backendMemo) behavior.Outcome {
+	localPolicy, masq := p.InternalPolicyLocal, masqAll || (det.on() && det.notLocal(c, src))
 	if external {
 		localPolicy, masq = p.ExternalPolicyLocal, !p.ExternalPolicyLocal
 	}

@@ -7,6 +7,7 @@ package dataplane
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
 )
@@ -42,6 +43,10 @@ type Env struct {
 	// LocalAddrs are the node's own addresses (addrtype LOCAL, fib daddr
 	// type local); loopback addresses are always local.
 	LocalAddrs []netip.Addr
+	// PodIface is the input interface a packet from a pod on the node
+	// arrives on, where kube-proxy's local-traffic detector goes by
+	// interface ("" where it goes by CIDR, or is unknown).
+	PodIface string
 	// Sticky names the affinity records that already hold the packet's
 	// source (iptables recent lists, nftables affinity sets), so that an
 	// affinity check matches for them. Nil for a new client.
@@ -194,8 +199,24 @@ type Inferred struct {
 	// it does (the list may be empty).
 	NodePortIPs      []string
 	NodePortIPsKnown bool
+	// LocalBridge and LocalIfacePrefix are the input interface of a
+	// local-traffic detector that goes by interface (kube-proxy's
+	// BridgeInterface and InterfaceNamePrefix modes), when the rules show
+	// one instead of a cluster CIDR.
+	LocalBridge, LocalIfacePrefix string
 	// Evidence says, per setting, where it was read.
 	Evidence []string
+}
+
+// LocalIface reads a detector's interface as a rule names it: a name
+// ending in the wildcard ("veth+" in iptables, "veth*" in nftables) is a
+// prefix, another a bridge.
+func (in *Inferred) LocalIface(name, wildcard string) {
+	if prefix, ok := strings.CutSuffix(name, wildcard); ok {
+		in.LocalIfacePrefix = prefix
+	} else {
+		in.LocalBridge = name
+	}
 }
 
 // BackendNamer is a Plane that runs on one of several kernel backends

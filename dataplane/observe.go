@@ -41,6 +41,9 @@ type ObserveInput struct {
 	// no hops: for a whole node's drift, where only a frontend with a
 	// finding shows its rules (and is observed again for them).
 	NoRules bool
+	// PodIface is the interface a pod's packets arrive on, for a
+	// local-traffic detector that goes by interface (see Env.PodIface).
+	PodIface string
 }
 
 // Observe walks the kernel state for every frontend it or the expected
@@ -54,7 +57,7 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 		nodeIPs = []netip.Addr{pr.Node}
 		t.Notes = append(t.Notes, fmt.Sprintf("node addresses unknown: %s stands in for the node's address", pr.Node))
 	}
-	env := &Env{LocalAddrs: append(append([]netip.Addr(nil), nodeIPs...), in.LocalAddrs...)}
+	env := &Env{LocalAddrs: append(append([]netip.Addr(nil), nodeIPs...), in.LocalAddrs...), PodIface: in.PodIface}
 	space := in.Probes
 	if len(space.NodeIPs) == 0 {
 		sorted := space.TakenSorted
@@ -133,7 +136,9 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 		var br []Branch
 		switch c {
 		case behavior.FromPod:
-			br = w.walk(pkt(probes.Pod, Prerouting), full)
+			p := pkt(probes.Pod, Prerouting)
+			p.InIface = env.PodIface
+			br = w.walk(p, full)
 		case behavior.FromNode:
 			br = w.walk(pkt(probes.Node, Output), full)
 		case behavior.FromExternal:
@@ -154,12 +159,13 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 		if err != nil {
 			continue
 		}
-		entry := Prerouting
+		p := pkt(ap.Addr(), Prerouting)
+		p.InIface = env.PodIface
 		if env.IsLocal(ap.Addr()) {
-			entry = Output
+			p.Entry, p.InIface = Output, ""
 		}
 		// Only the branch to this endpoint answers, and only its outcome.
-		for _, br := range w.walk(pkt(ap.Addr(), entry), WalkOptions{Toward: ap, NoHops: true}) {
+		for _, br := range w.walk(p, WalkOptions{Toward: ap, NoHops: true}) {
 			if br.DNAT == b.Endpoint && br.Masquerade {
 				o.Backends[i].HairpinMasquerade = true
 			}

@@ -90,6 +90,7 @@ func writeFacts(w *wireWriter, f *dumpFacts, tables []string) {
 	w.str(f.infer.Mode)
 	w.strs(f.infer.ClusterCIDRs)
 	w.int(int64(f.infer.MasqueradeBit))
+	w.str(f.infer.LocalIface)
 	w.strs(f.infer.Evidence)
 	w.uint(uint64(len(f.frontends)))
 	for _, fe := range f.frontends {
@@ -196,6 +197,7 @@ func readFacts(r *wireReader, rs *Ruleset) *dumpFacts {
 	f := &dumpFacts{orphans: map[string][]int{}}
 	f.infer.Mode, f.infer.ClusterCIDRs = r.str(), r.strs()
 	f.infer.MasqueradeBit = int32(r.int())
+	f.infer.LocalIface = r.str()
 	f.infer.Evidence = r.strs()
 	n := r.small(r.left() / 5)
 	f.frontends = make([]behavior.Frontend, 0, n)

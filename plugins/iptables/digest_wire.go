@@ -15,7 +15,7 @@ import (
 // A digest of another version is not read (the dump is then scanned).
 const (
 	digestMagic   = "svctrace iptables digest\n"
-	digestVersion = 1
+	digestVersion = 2
 )
 
 // wireWriter appends a digest's fields to buf.

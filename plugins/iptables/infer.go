@@ -10,6 +10,9 @@ type Inferred struct {
 	Mode          string
 	ClusterCIDRs  []string
 	MasqueradeBit int32
+	// LocalIface is the input interface of a local-traffic detector that
+	// goes by interface, as the rules name it ("cni0", "veth+").
+	LocalIface string
 	// Evidence says, per setting, which rule it came from.
 	Evidence []string
 }
@@ -34,6 +37,9 @@ func Infer(rs *Ruleset) Inferred {
 	// read lazily, only the other lines are parsed.
 	counted := map[string]bool{}
 	candidate := func(line string) bool {
+		if in.LocalIface == "" && strings.Contains(line, "-i ") {
+			return true
+		}
 		addr, found, certain := sourceText(line)
 		return !certain || found && !counted[addr]
 	}
@@ -45,6 +51,11 @@ func Infer(rs *Ruleset) Inferred {
 			continue
 		}
 		for _, r := range c.rulesMentioning(&rp, candidate) {
+			if i := r.InIface; i != nil && in.LocalIface == "" && r.Source == nil &&
+				(i.Negate && r.Target == "KUBE-MARK-MASQ" || !i.Negate && strings.HasPrefix(r.Comment(), "pod traffic for ")) {
+				in.LocalIface = i.Name
+				in.Evidence = append(in.Evidence, fmt.Sprintf("local traffic by input interface %s: line %d (%s)", i.Name, r.Line, cname))
+			}
 			if r.Source == nil || r.Source.Prefix.IsSingleIP() {
 				continue
 			}

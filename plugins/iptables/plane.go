@@ -69,7 +69,11 @@ func (p *Plane) Infer() dataplane.Inferred {
 	} else {
 		in = Infer(p.Rules)
 	}
-	return dataplane.Inferred{Mode: in.Mode, ClusterCIDRs: in.ClusterCIDRs, MasqueradeBit: in.MasqueradeBit, Evidence: in.Evidence}
+	out := dataplane.Inferred{Mode: in.Mode, ClusterCIDRs: in.ClusterCIDRs, MasqueradeBit: in.MasqueradeBit, Evidence: in.Evidence}
+	if in.LocalIface != "" {
+		out.LocalIface(in.LocalIface, "+")
+	}
+	return out
 }
 
 // Notes implements dataplane.Plane.

@@ -184,6 +184,9 @@ func (p *Plane) Infer() dataplane.Inferred {
 		if cidr, line := p.clusterCIDR(); cidr != "" {
 			in.ClusterCIDRs = []string{cidr}
 			in.Evidence = append(in.Evidence, fmt.Sprintf("cluster CIDR %s: line %d (KUBE-SERVICES, ipvs mode's ClusterIP masquerade rule)", cidr, line))
+		} else if iface, line := p.localIface(); iface != "" {
+			in.LocalIface(iface, "+")
+			in.Evidence = append(in.Evidence, fmt.Sprintf("local traffic by input interface %s: line %d (KUBE-SERVICES, ipvs mode's ClusterIP masquerade rule)", iface, line))
 		}
 	}
 	if p.vipsKnown {
@@ -207,6 +210,27 @@ func (p *Plane) clusterCIDR() (string, int) {
 		if m, ok := r.Match("set"); ok {
 			if o, ok := m.Option("match-set"); ok && len(o.Args) > 0 && strings.HasSuffix(o.Args[0], "CLUSTER-IP") {
 				return r.Source.Prefix.String(), r.Line
+			}
+		}
+	}
+	return "", 0
+}
+
+// localIface reads an interface local-traffic detector off the same rule
+// as clusterCIDR: "! -i cni0 … --match-set KUBE-CLUSTER-IP dst,dst -j
+// KUBE-MARK-MASQ"; "" when there is none.
+func (p *Plane) localIface() (string, int) {
+	c := p.rules.Rules.Chain("nat", "KUBE-SERVICES")
+	if c == nil {
+		return "", 0
+	}
+	for _, r := range c.Rules() {
+		if r.InIface == nil || !r.InIface.Negate || r.Target != "KUBE-MARK-MASQ" {
+			continue
+		}
+		if m, ok := r.Match("set"); ok {
+			if o, ok := m.Option("match-set"); ok && len(o.Args) > 0 && strings.HasSuffix(o.Args[0], "CLUSTER-IP") {
+				return r.InIface.Name, r.Line
 			}
 		}
 	}

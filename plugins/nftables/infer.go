@@ -3,6 +3,7 @@ package nftables
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
 )
@@ -38,7 +39,10 @@ func (p *Plane) Infer() dataplane.Inferred {
 					continue
 				}
 				if mk, ok := m.Left.(*Meta); ok && mk.Key == "iifname" && m.Op == "!=" && marks {
-					in.Evidence = append(in.Evidence, fmt.Sprintf("local traffic detected by input interface %s, not by a CIDR: %s", m.Right, ruleRef(t, c, r)))
+					if in.LocalBridge == "" && in.LocalIfacePrefix == "" {
+						in.LocalIface(strings.Trim(m.Right.String(), `"`), "*")
+						in.Evidence = append(in.Evidence, fmt.Sprintf("local traffic detected by input interface %s, not by a CIDR: %s", m.Right, ruleRef(t, c, r)))
+					}
 					continue
 				}
 				pl, ok := m.Left.(*Payload)
