@@ -171,6 +171,9 @@ func (Loader) WriteDetached(ctx context.Context, file string) error {
 	if err != nil {
 		return err
 	}
+	// Read, the job file is not needed again (svctrace, stopped, would
+	// not remove it).
+	_ = os.Remove(file)
 	var j job
 	if err := json.Unmarshal(b, &j); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
