@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -42,9 +43,9 @@ func Settings(in SettingsInput) (RenderSettings, []string) {
 	s.Local = LocalDetector{Mode: in.Config.DetectLocalMode}
 	switch in.Config.DetectLocalMode {
 	case "", "ClusterCIDR":
-		s.Local.CIDR = ofFamily(in.Config.ClusterCIDRs, in.Family)
+		s.Local.CIDR = dataplane.CIDROfFamily(in.Config.ClusterCIDRs, in.Family)
 	case "NodeCIDR":
-		s.Local.CIDR = ofFamily(in.PodCIDRs, in.Family)
+		s.Local.CIDR = dataplane.CIDROfFamily(in.PodCIDRs, in.Family)
 	case "BridgeInterface":
 		s.Local.Interface = in.Config.BridgeInterface
 	case "InterfaceNamePrefix":
@@ -116,17 +117,6 @@ func inferNodePorts(s *RenderSettings, in SettingsInput, cur *Layout) []string {
 		notes = append(notes, "NodePorts on "+strings.Join(ips, ", ")+" only: read off nat KUBE-SERVICES' NodePort rules")
 	}
 	return notes
-}
-
-// ofFamily is the first CIDR of the family in a list.
-func ofFamily(cidrs []string, family string) string {
-	for _, c := range cidrs {
-		p, err := netip.ParsePrefix(strings.TrimSpace(c))
-		if err == nil && p.Addr().Is4() == (family != "IPv6") {
-			return p.Masked().String()
-		}
-	}
-	return ""
 }
 
 // nodePortIPs are the addresses --nodeport-addresses selects, nil when it

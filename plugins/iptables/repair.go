@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
@@ -17,11 +16,8 @@ var layoutMinors = []int{33, 34, 35, 36}
 
 // checkVersion refuses a version whose layout Render does not know.
 func checkVersion(version string) error {
-	v := strings.TrimPrefix(version, "v")
-	major, rest, _ := strings.Cut(v, ".")
-	minorText, _, _ := strings.Cut(rest, ".")
-	minor, err := strconv.Atoi(minorText)
-	if major != "1" || err != nil {
+	minor, ok := dataplane.KubeProxyMinor(version)
+	if !ok {
 		return fmt.Errorf("kube-proxy version %q is not a version svctrace can read", version)
 	}
 	if !slices.Contains(layoutMinors, minor) {

@@ -48,8 +48,8 @@ func (d *delta) changes(t *Target) []dataplane.Change {
 		edited[v.Key()] = v
 	}
 	for k := range merge(d.addReals, d.setReals, d.delReals) {
-		if edited[k] == nil {
-			edited[k] = nil
+		if _, ok := edited[k]; !ok {
+			edited[k] = nil // its real servers change, not its line
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(edited)) {

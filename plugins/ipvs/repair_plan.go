@@ -3,7 +3,6 @@ package ipvs
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
@@ -15,10 +14,8 @@ var _ dataplane.RepairPlanner = Loader{}
 // checkVersion refuses a kube-proxy whose ipvs layout the render does not
 // know: v1.33 to v1.36 program the same state.
 func checkVersion(version string) error {
-	v := strings.TrimPrefix(version, "v")
-	major, rest, _ := strings.Cut(v, ".")
-	minor, err := strconv.Atoi(strings.SplitN(rest, ".", 2)[0])
-	if major != "1" || err != nil || minor < 33 || minor > 36 {
+	minor, ok := dataplane.KubeProxyMinor(version)
+	if !ok || minor < 33 || minor > 36 {
 		return fmt.Errorf("kube-proxy %s: svctrace renders the ipvs layout of v1.33 to v1.36, and a release outside them may program it otherwise", version)
 	}
 	return nil
@@ -99,7 +96,7 @@ func settings(in dataplane.RepairInput, p *Plane, rules *iptables.Layout) (Rende
 	}
 	switch in.Config.DetectLocalMode {
 	case "", "ClusterCIDR":
-		cidr := ofFamily(in.Config.ClusterCIDRs, in.Family)
+		cidr := dataplane.CIDROfFamily(in.Config.ClusterCIDRs, in.Family)
 		if cidr == "" && p.rules != nil {
 			cidr, _ = p.clusterCIDR()
 		}
@@ -107,7 +104,7 @@ func settings(in dataplane.RepairInput, p *Plane, rules *iptables.Layout) (Rende
 			s.NotLocal = "! -s " + cidr
 		}
 	case "NodeCIDR":
-		if cidr := ofFamily(in.PodCIDRs, in.Family); cidr != "" {
+		if cidr := dataplane.CIDROfFamily(in.PodCIDRs, in.Family); cidr != "" {
 			s.NotLocal = "! -s " + cidr
 		}
 	case "BridgeInterface":
@@ -195,14 +192,4 @@ func nodePortIPs(in dataplane.RepairInput, p *Plane) (selected, all []netip.Addr
 		}
 	}
 	return out, node
-}
-
-// ofFamily is the first CIDR of the family in a list.
-func ofFamily(cidrs []string, family string) string {
-	for _, c := range cidrs {
-		if pf, err := netip.ParsePrefix(strings.TrimSpace(c)); err == nil && pf.Addr().Is4() == (family == "IPv4") {
-			return pf.Masked().String()
-		}
-	}
-	return ""
 }

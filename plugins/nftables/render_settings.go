@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -25,12 +26,12 @@ func SettingsFrom(cfg snapshot.ProxyConfig, family string, nodeIPs []string, cur
 	if len(nodeIPs) > 0 {
 		s.NodeIP = nodeIPs[0]
 	}
-	if v, ok := minorOf(cfg.Version); ok {
+	if v, ok := dataplane.KubeProxyMinor(cfg.Version); ok {
 		s.Minor = v
 	}
 	switch cfg.DetectLocalMode {
 	case "", "ClusterCIDR":
-		s.LocalCIDR = cidrOfFamily(cfg.ClusterCIDRs, family)
+		s.LocalCIDR = dataplane.CIDROfFamily(cfg.ClusterCIDRs, family)
 	case "BridgeInterface":
 		s.LocalIface = cfg.BridgeInterface
 	case "InterfaceNamePrefix":
@@ -78,28 +79,6 @@ func SettingsFrom(cfg snapshot.ProxyConfig, family string, nodeIPs []string, cur
 		}
 	}
 	return s
-}
-
-// minorOf reads the minor version off "v1.36.3" or "1.33".
-func minorOf(version string) (int, bool) {
-	_, rest, ok := strings.Cut(strings.TrimPrefix(version, "v"), ".")
-	if !ok {
-		return 0, false
-	}
-	minor, _, _ := strings.Cut(rest, ".")
-	n, err := strconv.Atoi(minor)
-	return n, err == nil && n > 0
-}
-
-// cidrOfFamily is the first CIDR of the family in a list ("" if none).
-func cidrOfFamily(cidrs []string, family string) string {
-	for _, c := range cidrs {
-		p, err := netip.ParsePrefix(strings.TrimSpace(c))
-		if err == nil && p.Addr().Is4() == (family != "IPv6") {
-			return p.Masked().String()
-		}
-	}
-	return ""
 }
 
 // nodePortIPsFrom are the node addresses --nodeport-addresses selects,

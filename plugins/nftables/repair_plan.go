@@ -16,7 +16,7 @@ import (
 // clients it pins, and are left alone). Only kube-proxy's own table is
 // read, and the payload is the nft transaction that writes the changes.
 func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool, error) {
-	minor, ok := minorOf(in.Version)
+	minor, ok := dataplane.KubeProxyMinor(in.Version)
 	if !ok || minor < 33 || minor > 36 {
 		return nil, false, fmt.Errorf("kube-proxy %s: svctrace renders the nftables layouts of v1.33 to v1.36, and a release outside them may lay its table out otherwise", in.Version)
 	}
