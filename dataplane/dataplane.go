@@ -160,6 +160,14 @@ type Walker interface {
 	WalkWith(Packet, WalkOptions) []Branch
 }
 
+// AppendWalker is a Walker that appends a walk's branches to the caller's
+// slice: a node's observation walks each frontend a dozen times, and
+// reuses one slice for a frontend's walks after another's.
+type AppendWalker interface {
+	Walker
+	AppendWalk([]Branch, Packet, WalkOptions) []Branch
+}
+
 // ScopedWalker is a Walker that can keep what the walks of one Service's
 // frontends read of the state only while they last: on a node of ten
 // thousand Services, the state each Service's walks read (its chains,
@@ -181,6 +189,11 @@ type WalkOptions struct {
 	Toward netip.AddrPort
 	// NoHops leaves Branch.Hops empty: only outcomes are wanted.
 	NoHops bool
+	// NoSourcePrefixes leaves Branch.SourcePrefixes empty: the source
+	// ranges a frontend allows are not asked (a probe from a Pod, the node
+	// or an endpoint). Every endpoint's hairpin rule tests the source, so
+	// a walk that records them copies a list on every branch.
+	NoSourcePrefixes bool
 }
 
 // Keeps reports whether a branch translated to dst stays in a walk with

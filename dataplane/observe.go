@@ -131,7 +131,10 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 	probes := space.Choose(behavior.ParsePrefixes(f.SourceRanges))
 
 	f.Outcomes = map[behavior.SourceClass]behavior.Outcome{}
-	full := WalkOptions{NoHops: describe == nil}
+	// Only the firewall's probe asks which ranges the source was tested
+	// against; the external class's walk is the same walk.
+	full := WalkOptions{NoHops: describe == nil, NoSourcePrefixes: true}
+	external := WalkOptions{NoHops: describe == nil}
 	for _, c := range behavior.SourceClasses {
 		var br []Branch
 		switch c {
@@ -142,7 +145,7 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 		case behavior.FromNode:
 			br = w.walk(pkt(probes.Node, Output), full)
 		case behavior.FromExternal:
-			br = w.walk(pkt(probes.External, Prerouting), full)
+			br = w.walk(pkt(probes.External, Prerouting), external)
 		}
 		f.Outcomes[c] = summarize(br, describe)
 		if f.Affinity == nil {
@@ -165,7 +168,7 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 			p.Entry, p.InIface = Output, ""
 		}
 		// Only the branch to this endpoint answers, and only its outcome.
-		for _, br := range w.walk(p, WalkOptions{Toward: ap, NoHops: true}) {
+		for _, br := range w.walk(p, WalkOptions{Toward: ap, NoHops: true, NoSourcePrefixes: true}) {
 			if br.DNAT == b.Endpoint && br.Masquerade {
 				o.Backends[i].HairpinMasquerade = true
 			}
@@ -192,7 +195,7 @@ func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, 
 	}
 	cands = mergePrefixes(cands, tested)
 	probes = space.Choose(cands)
-	verdictOnly := WalkOptions{NoHops: true}
+	verdictOnly := WalkOptions{NoHops: true, NoSourcePrefixes: true}
 	outside := summarize(w.walk(pkt(probes.Outside, Prerouting), verdictOnly), nil)
 	if outside.Verdict == behavior.Forward {
 		return nil, ""
@@ -369,10 +372,14 @@ func mergePrefixes(a, b []netip.Prefix) []netip.Prefix {
 }
 
 // walks are one frontend's walks, remembered: its probes often repeat a
-// packet (the firewall's outside probe is the external class's).
+// packet (the firewall's outside probe is the external class's). With an
+// AppendWalker, the branches of one frontend's walks gather in one slice,
+// which the next frontend's reuse (see reset).
 type walks struct {
 	w    Walker
+	aw   AppendWalker
 	seen map[walkKey][]Branch
+	buf  []Branch
 }
 
 type walkKey struct {
@@ -380,20 +387,49 @@ type walkKey struct {
 	o WalkOptions
 }
 
-func newWalks(w Walker) *walks { return &walks{w: w, seen: map[walkKey][]Branch{}} }
+func newWalks(w Walker) *walks {
+	ws := &walks{seen: map[walkKey][]Branch{}}
+	ws.use(w)
+	return ws
+}
+
+// use has the walks made with w from now on.
+func (w *walks) use(wk Walker) {
+	w.w = wk
+	w.aw, _ = wk.(AppendWalker)
+}
 
 func (w *walks) walk(p Packet, o WalkOptions) []Branch {
 	if o.Toward.IsValid() {
 		// A hairpin probe, one per endpoint: never walked twice.
-		return w.w.WalkWith(p, o)
+		return w.fresh(p, o)
 	}
 	k := walkKey{p, o}
 	if br, ok := w.seen[k]; ok {
 		return br
 	}
-	br := w.w.WalkWith(p, o)
+	br := w.fresh(p, o)
 	w.seen[k] = br
 	return br
+}
+
+// fresh walks p.
+func (w *walks) fresh(p Packet, o WalkOptions) []Branch {
+	if w.aw == nil {
+		return w.w.WalkWith(p, o)
+	}
+	n := len(w.buf)
+	w.buf = w.aw.AppendWalk(w.buf, p, o)
+	return w.buf[n:len(w.buf):len(w.buf)]
+}
+
+// reset forgets the walks so far, for another frontend's: the branches
+// they returned are not to be read after (what an outcome keeps of them is
+// copied out: addresses, rules described, prefixes).
+func (w *walks) reset() {
+	clear(w.buf)
+	w.buf = w.buf[:0]
+	clear(w.seen)
 }
 
 // scope is the walker of one frontend's walks (see ScopedWalker).
@@ -414,14 +450,17 @@ func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.P
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(groups)) {
 		wg.Go(func() {
+			ws := newWalks(w)
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(groups) {
 					return
 				}
 				fw, done := scope(w)
+				ws.use(fw)
 				for _, f := range groups[i] {
-					observeFrontend(newWalks(fw), describe, env, f, space)
+					observeFrontend(ws, describe, env, f, space)
+					ws.reset()
 				}
 				done()
 			}

@@ -249,7 +249,7 @@ func (l *lazyChain) parseWith(p *dumpParser, c *Chain) {
 func (l *lazyChain) rulesFor(p *dumpParser, c *Chain) []*Rule {
 	l.parsed.Store(true)
 	lines := l.kept()
-	out := make([]*Rule, 0, len(lines))
+	out := p.lists.take(len(lines))[:0]
 	for _, ln := range lines {
 		r, err := p.ruleOf(ln, c.Name)
 		if err != nil {

@@ -22,7 +22,9 @@ var (
 func (w *Walker) matches(s *state, r *Rule) matchResult {
 	p := s.pkt
 	if r.Source != nil {
-		s.srcTests = append(s.srcTests, r.Source.Prefix)
+		if !s.opts.NoSourcePrefixes {
+			s.srcTests = append(s.srcTests, r.Source.Prefix)
+		}
 		if r.Source.Prefix.Contains(p.Src) == r.Source.Negate {
 			return noMatch
 		}

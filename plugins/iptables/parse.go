@@ -171,6 +171,24 @@ type dumpParser struct {
 	options   parseSlab[Option]
 	matches   parseSlab[Match]
 	facts     parseSlab[ruleFacts]
+	// lists holds the rule lists of chains parsed for a walk scope.
+	lists parseSlab[*Rule]
+}
+
+// rewind hands out the memory of every rule parsed so far again (see
+// parseSlab.rewind): for a walk scope's parser, whose rules are let go at
+// the scope's end.
+func (p *dumpParser) rewind() {
+	p.rules.rewind()
+	p.addrs.rewind()
+	p.ifaces.rewind()
+	p.protos.rewind()
+	p.bools.rewind()
+	p.strs.rewind()
+	p.options.rewind()
+	p.matches.rewind()
+	p.facts.rewind()
+	p.lists.rewind()
 }
 
 func (p *dumpParser) run(text string) error {
@@ -281,6 +299,8 @@ func isBuiltinChain(name string) bool {
 type parseSlab[T any] struct {
 	buf  []T
 	next int
+	// chunk is the array buf is what is left of (see rewind).
+	chunk []T
 }
 
 func (s *parseSlab[T]) take(n int) []T {
@@ -293,11 +313,22 @@ func (s *parseSlab[T]) take(n int) []T {
 		} else if s.next < 8192 {
 			s.next *= 2
 		}
-		s.buf = make([]T, max(s.next, n))
+		s.chunk = make([]T, max(s.next, n))
+		s.buf = s.chunk
 	}
 	out := s.buf[:n:n]
 	s.buf = s.buf[n:]
 	return out
+}
+
+// rewind hands out the slab's current array again, from its start and
+// cleared, for a parser whose every product is let go: a walk scope's,
+// at the scope's end (nothing taken may be used after). A scope parses
+// one Service's chains, which its array soon holds whole: scope after
+// scope, it parses without allocating.
+func (s *parseSlab[T]) rewind() {
+	clear(s.chunk[:len(s.chunk)-len(s.buf)])
+	s.buf = s.chunk
 }
 
 func (s *parseSlab[T]) alloc() *T { return &s.take(1)[0] }

@@ -93,6 +93,53 @@ type walkState struct {
 	// scope, for a walk of a scoped walker, holds the per-Service chains
 	// its walks parsed (see Walker.Scope).
 	scope *walkScope
+	// opts are the walk's options, which its states point to.
+	opts dataplane.WalkOptions
+	// states hands out the walk's states, results its lists of results
+	// (the branches a rule splits a walk into).
+	states  stateArena
+	results parseSlab[result]
+}
+
+// release lets the walk's states go, for the walker's next walk: no state
+// outlives its walk (a branch's result is copied out of it).
+func (ws *walkState) release() {
+	ws.states.reset()
+	ws.results.rewind()
+	ws.spare, ws.scope, ws.opts = nil, nil, dataplane.WalkOptions{}
+}
+
+// stateArena hands out the states of one walk from arrays the walker's
+// walks reuse: a walk forks a state for each way a rule splits it (every
+// endpoint of a Service), thousands of times on a large node, and lets
+// them all go when it ends.
+type stateArena struct {
+	chunks      [][]state
+	chunk, next int
+}
+
+func (a *stateArena) take() *state {
+	for a.chunk < len(a.chunks) && a.next == len(a.chunks[a.chunk]) {
+		a.chunk, a.next = a.chunk+1, 0
+	}
+	if a.chunk == len(a.chunks) {
+		a.chunks = append(a.chunks, make([]state, 16<<min(len(a.chunks), 8)))
+	}
+	s := &a.chunks[a.chunk][a.next]
+	a.next++
+	return s
+}
+
+// reset clears the states taken, which hold their walk's hops and notes,
+// and hands them out again.
+func (a *stateArena) reset() {
+	for i := range a.chunks[:min(a.chunk, len(a.chunks))] {
+		clear(a.chunks[i])
+	}
+	if a.chunk < len(a.chunks) {
+		clear(a.chunks[a.chunk][:a.next])
+	}
+	a.chunk, a.next = 0, 0
 }
 
 // rules are a chain's rules as this walk reads them: a per-Service chain
@@ -110,7 +157,7 @@ func (s *state) fork() *state {
 	s.srcTests = slices.Clip(s.srcTests)
 	c := s.walk.spare
 	if c == nil {
-		c = new(state)
+		c = s.walk.states.take()
 	}
 	s.walk.spare = nil
 	*c = *s
@@ -168,8 +215,10 @@ type Walker struct {
 	hooks map[dataplane.Hook]*hookChains
 	// branches are buffers for the branches of a walk (*[]Branch).
 	branches sync.Pool
-	// parsers parse the per-Service chains of walk scopes (*reparser).
-	parsers sync.Pool
+	// walks are what one walk's branches share (*walkState), reused.
+	walks sync.Pool
+	// scopes are walk scopes ended, for the next (*walkScope).
+	scopes sync.Pool
 	// noMemo has the walker evaluate pure chains each time rather than
 	// take their outcomes from their memo (see memoized): tests compare.
 	noMemo bool
@@ -192,6 +241,7 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 	}
 	w := &Walker{rs: rs, env: env, hooks: map[dataplane.Hook]*hookChains{}}
 	w.branches.New = func() any { return new([]dataplane.Branch) }
+	w.walks.New = func() any { return new(walkState) }
 	for _, h := range []dataplane.Hook{dataplane.HookPrerouting, dataplane.HookInput, dataplane.HookForward, dataplane.HookOutput, dataplane.HookPostrouting} {
 		hc := &hookChains{name: strings.ToUpper(string(h)), tables: hookTables(h)}
 		for _, t := range hc.tables {
@@ -229,18 +279,34 @@ func (w *Walker) WalkWith(p Packet, o dataplane.WalkOptions) []dataplane.Branch 
 
 // walkWith walks p, in the scope sc when it is set.
 func (w *Walker) walkWith(p Packet, o dataplane.WalkOptions, sc *walkScope) []dataplane.Branch {
-	start := &state{pkt: p, prob: 1, opts: &o, walk: &walkState{scope: sc}}
 	// The branches gather in a buffer the walker's walks share, and the
 	// walk keeps a copy of its own size: a slice grown by appending
 	// would be made and dropped several times over.
 	buf := w.branches.Get().(*[]dataplane.Branch)
-	out := (*buf)[:0]
-	w.runHooks(start, dataplane.EntryHooks(p.Entry), &out)
+	out := w.appendWalk((*buf)[:0], p, o, sc)
 	res := slices.Clone(out)
 	clear(out)
 	*buf = out[:0]
 	w.branches.Put(buf)
 	return res
+}
+
+// AppendWalk implements dataplane.AppendWalker.
+func (w *Walker) AppendWalk(out []dataplane.Branch, p Packet, o dataplane.WalkOptions) []dataplane.Branch {
+	return w.appendWalk(out, p, o, nil)
+}
+
+// appendWalk walks p, in the scope sc when it is set, and appends its
+// branches to out.
+func (w *Walker) appendWalk(out []dataplane.Branch, p Packet, o dataplane.WalkOptions, sc *walkScope) []dataplane.Branch {
+	ws := w.walks.Get().(*walkState)
+	ws.scope, ws.opts = sc, o
+	start := ws.states.take()
+	*start = state{pkt: p, prob: 1, opts: &ws.opts, walk: ws}
+	w.runHooks(start, dataplane.EntryHooks(p.Entry), &out)
+	ws.release()
+	w.walks.Put(ws)
+	return out
 }
 
 // runHooks runs the hooks in turn, taking the routing decisions between
@@ -399,7 +465,7 @@ func (w *Walker) evalRules(s *state, table string, c *Chain, rules []*Rule, dept
 			}
 			if done == nil {
 				// At most one fork per rule left, mostly.
-				done = make([]result, 0, len(rules)-i)
+				done = s.walk.results.take(len(rules) - i)[:0]
 			}
 			done = append(done, res...)
 			continue
@@ -420,14 +486,17 @@ func withDone(done, res []result) []result {
 // then continues the branches that a rule left running (a non-terminating
 // target, a returned jump) with the rest of the chain.
 func (w *Walker) then(res []result, table string, c *Chain, rest []*Rule, depth int) []result {
-	if len(res) == 1 {
+	switch len(res) {
+	case 0:
+		return res
+	case 1:
 		// The common case, without a slice of its own.
 		if x := res[0]; x.flow == flowEnd {
 			return w.evalRules(x.st, table, c, rest, depth)
 		}
 		return res
 	}
-	out := make([]result, 0, len(res))
+	out := res[0].st.walk.results.take(len(res))[:0]
 	for _, x := range res {
 		if x.flow == flowEnd {
 			out = append(out, w.evalRules(x.st, table, c, rest, depth)...)

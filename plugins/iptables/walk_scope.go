@@ -10,22 +10,18 @@ var _ dataplane.ScopedWalker = (*Walker)(nil)
 // A full read of a node keeps the rules of its shared chains only: the
 // rules of ten thousand Services would be most of an analysis's memory.
 func (w *Walker) Scope() (dataplane.Walker, func()) {
-	sc := &walkScope{w: w}
-	if rp, ok := w.parsers.Get().(*reparser); ok {
-		sc.rp = rp
-	} else {
-		sc.rp = &reparser{}
+	sc, ok := w.scopes.Get().(*walkScope)
+	if !ok {
+		sc = &walkScope{w: w, rp: &reparser{}, parsed: map[*Chain][]*Rule{}}
 	}
 	return scopedWalker{w: w, sc: sc}, sc.end
 }
 
 // walkScope is what the walks of one Service's frontends parsed: a
-// goroutine's own.
+// goroutine's own. A scope ended is the walker's next (see end).
 type walkScope struct {
 	w *Walker
-	// rp parses; it goes from scope to scope (its arrays of rules and
-	// options are handed out across them: a chain's few rules do not
-	// make arrays of their own).
+	// rp parses, into the same memory scope after scope (see end).
 	rp     *reparser
 	parsed map[*Chain][]*Rule
 }
@@ -37,19 +33,21 @@ func (sc *walkScope) rules(c *Chain) []*Rule {
 	}
 	l := c.lazy
 	r := l.rulesFor(sc.rp.parser(l), c)
-	if sc.parsed == nil {
-		sc.parsed = map[*Chain][]*Rule{}
-	}
 	sc.parsed[c] = r
 	return r
 }
 
 // end hands the notes of the lines parsed to their read, and lets the
-// rules go.
+// rules go: the scope's parser parses the next scope's into the same
+// memory. No rule of a scope is kept past it: walks copy out what their
+// branches say (hops hold a rule's text, not the rule).
 func (sc *walkScope) end() {
 	sc.rp.flush()
-	sc.w.parsers.Put(sc.rp)
-	sc.rp, sc.parsed = nil, nil
+	if sc.rp.p != nil {
+		sc.rp.p.rewind()
+	}
+	clear(sc.parsed)
+	sc.w.scopes.Put(sc)
 }
 
 // scopedWalker is a Walker's walks in one scope.
@@ -64,4 +62,8 @@ func (s scopedWalker) Walk(p Packet) []dataplane.Branch {
 
 func (s scopedWalker) WalkWith(p Packet, o dataplane.WalkOptions) []dataplane.Branch {
 	return s.w.walkWith(p, o, s.sc)
+}
+
+func (s scopedWalker) AppendWalk(out []dataplane.Branch, p Packet, o dataplane.WalkOptions) []dataplane.Branch {
+	return s.w.appendWalk(out, p, o, s.sc)
 }

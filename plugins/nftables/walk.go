@@ -100,6 +100,9 @@ func (s *state) clone() *state {
 func (s *state) note(format string, args ...any) { s.notes.Add(format, args...) }
 
 func (s *state) addSource(p netip.Prefix) {
+	if s.opts.NoSourcePrefixes {
+		return
+	}
 	for _, x := range s.srcs {
 		if x == p {
 			return
