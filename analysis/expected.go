@@ -242,6 +242,10 @@ func forward(eps []model.Endpoint, masq bool, local localDelivery, memo backendM
 		o.Backends = bs
 		return o
 	}
+	var from objectRule
+	if len(eps) > 0 {
+		o.Backends = make([]behavior.Backend, 0, len(eps))
+	}
 	for _, e := range eps {
 		// Only an endpoint on this node can send to the Service through
 		// this node and be answered by itself, so hairpin masquerading is
@@ -252,14 +256,30 @@ func forward(eps []model.Endpoint, masq bool, local localDelivery, memo backendM
 		b := behavior.Backend{Endpoint: e.String(), Probability: 1 / float64(len(eps)), HairpinMasquerade: e.Local || local.has(e.IP)}
 		switch {
 		case e.Slice != "":
-			b.Rules = []behavior.Rule{{Text: "EndpointSlice " + e.Slice}}
+			b.Rules = from.of("EndpointSlice", e.Slice)
 		case e.EndpointsObject != "":
-			b.Rules = []behavior.Rule{{Text: "Endpoints " + e.EndpointsObject}}
+			b.Rules = from.of("Endpoints", e.EndpointsObject)
 		}
 		o.Backends = append(o.Backends, b)
 	}
 	memo[key] = o.Backends
 	return o
+}
+
+// objectRule is the rule that names the API object a backend comes from,
+// shared by the backends from the same object (rules are not changed once
+// made): a port's endpoints mostly come from one EndpointSlice.
+type objectRule struct {
+	kind, name string
+	rules      []behavior.Rule
+}
+
+func (r *objectRule) of(kind, name string) []behavior.Rule {
+	if r.rules == nil || r.kind != kind || r.name != name {
+		r.kind, r.name = kind, name
+		r.rules = []behavior.Rule{{Text: kind + " " + name}}
+	}
+	return r.rules
 }
 
 // backendMemo shares one frontend's backend lists between its source

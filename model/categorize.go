@@ -27,11 +27,11 @@ func categorize(eps []Endpoint, usesCluster, usesLocal bool, node, zone string) 
 	}
 	if usesCluster {
 		r.topologyMode = topologyModeFromHints(eps, node, zone)
-		r.cluster = filterEndpoints(eps, func(ep Endpoint) bool {
-			return ep.Ready && availableForTopology(ep, r.topologyMode, node, zone)
+		r.cluster = filterEndpoints(eps, func(ep *Endpoint) bool {
+			return ep.Ready && availableForTopology(*ep, r.topologyMode, node, zone)
 		})
 		if len(r.cluster) == 0 {
-			r.cluster = filterEndpoints(eps, servingTerminating)
+			r.cluster = filterEndpoints(eps, func(ep *Endpoint) bool { return servingTerminating(*ep) })
 		}
 		r.hasAny = len(r.cluster) > 0
 	}
@@ -51,9 +51,9 @@ func categorize(eps []Endpoint, usesCluster, usesLocal bool, node, zone string) 
 	}
 	switch {
 	case localReady:
-		r.local = filterEndpoints(eps, func(ep Endpoint) bool { return ep.Local && ep.Ready })
+		r.local = filterEndpoints(eps, func(ep *Endpoint) bool { return ep.Local && ep.Ready })
 	case localST:
-		r.local = filterEndpoints(eps, func(ep Endpoint) bool { return ep.Local && servingTerminating(ep) })
+		r.local = filterEndpoints(eps, func(ep *Endpoint) bool { return ep.Local && servingTerminating(*ep) })
 	}
 	return r
 }
@@ -112,11 +112,26 @@ func availableForTopology(ep Endpoint, mode, node, zone string) bool {
 	return false
 }
 
-func filterEndpoints(eps []Endpoint, keep func(Endpoint) bool) []Endpoint {
-	var out []Endpoint
-	for _, ep := range eps {
-		if keep(ep) {
-			out = append(out, ep)
+// filterEndpoints are the endpoints of eps that keep keeps: eps itself
+// when it keeps them all, as it mostly does (a view's lists are read, never
+// changed), and nil when none.
+func filterEndpoints(eps []Endpoint, keep func(*Endpoint) bool) []Endpoint {
+	n := 0
+	for i := range eps {
+		if keep(&eps[i]) {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil
+	case len(eps):
+		return slices.Clip(eps)
+	}
+	out := make([]Endpoint, 0, n)
+	for i := range eps {
+		if keep(&eps[i]) {
+			out = append(out, eps[i])
 		}
 	}
 	return out
