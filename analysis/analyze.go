@@ -74,7 +74,9 @@ type Options struct {
 	// Lean leaves the rules out of the observed outcomes of frontends
 	// without a finding (drift shows rules only with findings): their
 	// walks record no hops, and a frontend with a finding is walked again
-	// for its rules. Findings are the same as without.
+	// for its rules. It probes hairpin masquerading only where the model
+	// calls for it (see dataplane.ObserveInput.HairpinDueOnly). Findings
+	// are the same as without.
 	Lean bool
 	// Model, when it fits the analysis (PrepareModel of the same cluster,
 	// node and family, for an analysis not narrowed), is the view used
@@ -244,7 +246,7 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 		a.Notes = append(a.Notes, notes...)
 		in.Expected = a.Expected.Frontends
 	}
-	in.NoRules = o.Lean
+	in.NoRules, in.HairpinDueOnly = o.Lean, o.Lean
 	a.Observed = dataplane.Observe(a.Plane, in)
 	if u, ok := a.Plane.(dataplane.Unchecked); ok && a.Expected != nil && u.Unchecked() != "" {
 		// The plane's notes say why.
@@ -273,7 +275,7 @@ func (a *NodeAnalysis) observeWithRules(in dataplane.ObserveInput, fs []behavior
 			keys[k] = true
 		}
 	}
-	in.NoRules = false
+	in.NoRules, in.HairpinDueOnly = false, false
 	in.Expected = nil
 	for _, e := range a.Expected.Frontends {
 		if keys[e.Key.String()] {

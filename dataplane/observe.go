@@ -44,6 +44,13 @@ type ObserveInput struct {
 	// PodIface is the interface a pod's packets arrive on, for a
 	// local-traffic detector that goes by interface (see Env.PodIface).
 	PodIface string
+	// HairpinDueOnly probes an endpoint reaching itself through a
+	// frontend only where the Expected frontend calls for hairpin
+	// masquerading (an endpoint on the node), which is all drift compares
+	// of it; every other backend's HairpinMasquerade is left false. On a
+	// node of many, most endpoints are elsewhere, and these probes were
+	// most of the walks. A frontend not expected is probed for all.
+	HairpinDueOnly bool
 }
 
 // Observe walks the kernel state for every frontend it or the expected
@@ -97,7 +104,14 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 	if in.NoRules {
 		describe = nil
 	}
-	observeAll(w, describe, env, space, keys, order)
+	var due map[behavior.Key]*behavior.Frontend
+	if in.HairpinDueOnly {
+		due = make(map[behavior.Key]*behavior.Frontend, len(in.Expected))
+		for i := range in.Expected {
+			due[in.Expected[i].Key] = &in.Expected[i]
+		}
+	}
+	observeAll(w, describe, env, space, keys, order, due)
 	for _, k := range order {
 		t.Frontends = append(t.Frontends, *keys[k])
 	}
@@ -116,7 +130,10 @@ func addrKey(k behavior.Key) frontendAddr {
 	return frontendAddr{k.IP, k.Protocol, k.Port}
 }
 
-func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior.Frontend, space behavior.ProbeSpace) {
+// observeFrontend walks f's probes and fills its outcomes; exp, when set,
+// is the expected frontend, whose backends due hairpin masquerading are the
+// only ones probed for it (see ObserveInput.HairpinDueOnly).
+func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior.Frontend, space behavior.ProbeSpace, exp *behavior.Frontend) {
 	dst := space.NodeIPs[0]
 	if f.Key.IP != "" {
 		if a, err := netip.ParseAddr(f.Key.IP); err == nil {
@@ -158,6 +175,9 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 	// itself: its connections start in OUTPUT, not on an interface.
 	o := f.Outcomes[behavior.FromPod]
 	for i, b := range o.Backends {
+		if exp != nil && !hairpinDue(exp, b.Endpoint) {
+			continue
+		}
 		ap, err := netip.ParseAddrPort(b.Endpoint)
 		if err != nil {
 			continue
@@ -175,6 +195,17 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 		}
 	}
 	f.Outcomes[behavior.FromPod] = o
+}
+
+// hairpinDue reports whether the expected frontend e calls for hairpin
+// masquerading of endpoint ep (ip:port).
+func hairpinDue(e *behavior.Frontend, ep string) bool {
+	for _, b := range e.Outcomes[behavior.FromPod].Backends {
+		if b.Endpoint == ep {
+			return b.HairpinMasquerade
+		}
+	}
+	return false
 }
 
 // observeFirewall finds the source ranges a frontend lets through when a
@@ -444,7 +475,7 @@ func scope(w Walker) (Walker, func()) {
 // are independent, and a plane's walker and Describe are safe for
 // concurrent use. The frontends of one Service are observed together, in
 // one scope (see ScopedWalker): they walk the same chains.
-func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.ProbeSpace, keys map[behavior.Key]*behavior.Frontend, order []behavior.Key) {
+func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.ProbeSpace, keys map[behavior.Key]*behavior.Frontend, order []behavior.Key, due map[behavior.Key]*behavior.Frontend) {
 	groups := byService(keys, order)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -459,7 +490,7 @@ func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.P
 				fw, done := scope(w)
 				ws.use(fw)
 				for _, f := range groups[i] {
-					observeFrontend(ws, describe, env, f, space)
+					observeFrontend(ws, describe, env, f, space, due[f.Key])
 					ws.reset()
 				}
 				done()
