@@ -17,7 +17,7 @@ import (
 // namespace (x-save: the read's time over the tool's).
 func benchmarkReadLegacy(b *testing.B, services int) {
 	ns := legacyNetns(b)
-	makeNfacct(b, ns, "ct_state_invalid_dropped_pkts")
+	netnstest.Nfacct(b, ns, "ct_state_invalid_dropped_pkts")
 	netnstest.Run(b, ns, snapshottest.IPTablesSave(services, 10), "iptables-legacy-restore")
 	start := time.Now()
 	want := netnstest.Run(b, ns, "", "iptables-legacy-save")

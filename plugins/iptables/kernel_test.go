@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mdlayher/netlink"
 	"github.com/svctrace/svctrace/internal/netns"
 	"github.com/svctrace/svctrace/internal/netnstest"
-	"golang.org/x/sys/unix"
+	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
 
 // legacyNetns makes a network namespace for the test, removed when it ends
@@ -61,13 +60,16 @@ func legacyCases(t *testing.T) map[string]struct{ family, text string } {
 	}
 	// nfacct objects are not in the namespace: their matches go (the
 	// forms make theirs).
-	kp := regexp.MustCompile(` -m nfacct --nfacct-name +[a-z_]+`).ReplaceAllString(
-		read("../../testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt"), "")
+	nfacct := regexp.MustCompile(` -m nfacct --nfacct-name +[a-z_]+`)
+	kp := nfacct.ReplaceAllString(read("../../testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt"), "")
 	return map[string]struct{ family, text string }{
 		"kube-proxy v1.36.3": {famIPv4, kp},
-		"forms IPv4":         {famIPv4, read("testdata/kernel-forms.rules")},
-		"forms IPv6":         {famIPv6, read("testdata/kernel-forms6.rules")},
-		"empty":              {famIPv4, ""},
+		// Large enough to be printed in two halves at once, its entries
+		// given back as they are printed (printTable).
+		"generated, 1,000 Services": {famIPv4, nfacct.ReplaceAllString(snapshottest.IPTablesSave(1000, 10), "")},
+		"forms IPv4":                {famIPv4, read("testdata/kernel-forms.rules")},
+		"forms IPv6":                {famIPv6, read("testdata/kernel-forms6.rules")},
+		"empty":                     {famIPv4, ""},
 	}
 }
 
@@ -83,7 +85,7 @@ func TestReadLegacyAsSave(t *testing.T) {
 				restore, save = "ip6tables-legacy-restore", "ip6tables-legacy-save"
 			}
 			if strings.Contains(c.text, "nfacct") {
-				makeNfacct(t, ns, "svct_one", "svct_two")
+				netnstest.Nfacct(t, ns, "svct_one", "svct_two")
 			}
 			if c.text != "" {
 				netnstest.Run(t, ns, c.text, restore)
@@ -147,39 +149,6 @@ func TestReadLegacyRefuses(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "table filter") || !strings.Contains(err.Error(), "chain INPUT") {
 			t.Errorf("%s: error %q does not name the table and chain", rule, err)
-		}
-	}
-}
-
-// makeNfacct adds extended accounting objects to the namespace over
-// netlink (nfnetlink_acct), as the nfacct tool does: a rule with an
-// nfacct match needs its object.
-func makeNfacct(t testing.TB, ns string, names ...string) {
-	t.Helper()
-	f, err := os.Open(filepath.Join("/run/netns", ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: int(f.Fd())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, n := range names {
-		ae := netlink.NewAttributeEncoder()
-		ae.String(1, n) // NFACCT_NAME
-		attrs, err := ae.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg := netlink.Message{
-			Header: netlink.Header{Type: netlink.HeaderType(7 << 8), // NFNL_SUBSYS_ACCT, NFNL_MSG_ACCT_NEW
-				Flags: netlink.Request | netlink.Create | netlink.Acknowledge},
-			Data: append([]byte{unix.AF_UNSPEC, 0, 0, 0}, attrs...), // struct nfgenmsg
-		}
-		if _, err := c.Execute(msg); err != nil {
-			t.Fatalf("adding nfacct object %s: %v", n, err)
 		}
 	}
 }
