@@ -77,7 +77,11 @@ func readLegacy(fam *xtFamily) (string, error) {
 		// for kube-proxy's: room for it at once, not twice over as it grows.
 		out.Grow(len(blob) / 3)
 		fmt.Fprintf(&out, "# Read by svctrace from the kernel's legacy %s tables on %s\n", fam.name, now)
-		err = printTable(&out, fam, name, blob[getEntriesHead:], info)
+		// The entries printed are given back as the rest is printed: the
+		// text and the entries are not both whole in memory at once.
+		err = printTable(&out, fam, name, blob[getEntriesHead:], info, func(lo, hi uint32) {
+			release(blob, getEntriesHead+int(lo), getEntriesHead+int(hi))
+		})
 		unix.Munmap(blob)
 		if err != nil {
 			return "", fmt.Errorf("iptables: %s table %s: %w", fam.name, name, err)
@@ -85,6 +89,18 @@ func readLegacy(fam *xtFamily) (string, error) {
 		fmt.Fprintf(&out, "# Completed on %s\n", now)
 	}
 	return out.String(), nil
+}
+
+// release gives back the whole pages of the mapping m within [lo, hi):
+// their entries are printed. The mapping starts on a page.
+func release(m []byte, lo, hi int) {
+	page := os.Getpagesize()
+	lo = (lo + page - 1) &^ (page - 1)
+	hi &^= page - 1
+	if hi > lo {
+		// Only a hint: pages it leaves are unmapped with the rest.
+		_ = unix.Madvise(m[lo:hi], unix.MADV_DONTNEED)
+	}
 }
 
 // legacyTables lists the family's tables in use, as the kernel tells.

@@ -94,7 +94,11 @@ type xtChain struct {
 // printTable prints a table's blob as iptables-legacy-save does: its
 // chains (built-in ones in the kernel's order, then the others by name),
 // each with its policy and counters, then their rules.
-func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, info tableInfo) error {
+//
+// done, when set, is told of each span of the blob [lo, hi) whose entries
+// are printed and will not be read again: the caller may give their
+// memory back while the rest is printed.
+func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, info tableInfo, done func(lo, hi uint32)) error {
 	chains, err := splitChains(fam, blob, info)
 	if err != nil {
 		return err
@@ -113,7 +117,6 @@ func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, i
 	// Jumps name their chain by an offset inside it; user chains are in
 	// the blob's order, which is the order of their offsets.
 	jumps := jumpTargets(chains)
-	names := names{}
 
 	out.WriteString("*" + name + "\n")
 	b := make([]byte, 0, 512)
@@ -138,7 +141,76 @@ func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, i
 		}
 		out.Write(b)
 	}
-	for _, c := range order {
+	// A large table's rules are printed in two halves at once, the second
+	// into a text of its own: the first half goes on the caller's CPU
+	// right after the kernel's copy, the second on another.
+	first, second := order, []*xtChain(nil)
+	if total := ruleCount(order); total >= parallelPrintRules {
+		half, n := 0, 0
+		for half < len(order) && n < total/2 {
+			n += len(order[half].entries)
+			half++
+		}
+		first, second = order[:half], order[half:]
+	}
+	var rest strings.Builder
+	var restErr error
+	finished := make(chan struct{})
+	if len(second) > 0 {
+		go func() {
+			defer close(finished)
+			// The text is about a third of the entries' size (kube-proxy's
+			// 0.32): room for this half at once, not twice over.
+			rest.Grow(len(blob) / 5)
+			restErr = printRules(&rest, fam, second, jumps, done)
+		}()
+	} else {
+		close(finished)
+	}
+	err = printRules(out, fam, first, jumps, done)
+	<-finished
+	if err == nil {
+		err = restErr
+	}
+	if err != nil {
+		return err
+	}
+	out.WriteString(rest.String())
+	out.WriteString("COMMIT\n")
+	return nil
+}
+
+// parallelPrintRules is the size of a table whose rules are printed in two
+// halves at once (see printTable): a node of a few thousand Services.
+const parallelPrintRules = 20000
+
+func ruleCount(chains []*xtChain) int {
+	n := 0
+	for _, c := range chains {
+		n += len(c.entries)
+	}
+	return n
+}
+
+// printRules prints the rules of chains, in order, and tells done (when
+// set) of the spans of the blob they lie in, once printed: a run of
+// chains that follow each other there (the kernel keeps user chains
+// sorted by name, as they are printed) at least releaseSpan long.
+func printRules(out *strings.Builder, fam *xtFamily, chains []*xtChain, jumps jumpTargets, done func(lo, hi uint32)) error {
+	names := names{}
+	b := make([]byte, 0, 512)
+	var lo, hi uint32
+	for _, c := range chains {
+		if done != nil {
+			first, last := c.entries[0], c.entries[len(c.entries)-1]
+			if first.off != hi || hi-lo >= releaseSpan {
+				if hi > lo {
+					done(lo, hi)
+				}
+				lo = first.off
+			}
+			hi = last.off + uint32(len(last.e))
+		}
 		rules := c.entries[:len(c.entries)-1]
 		if !c.builtin {
 			rules = rules[1:] // the ERROR entry that names it
@@ -151,9 +223,15 @@ func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, i
 			out.Write(b)
 		}
 	}
-	out.WriteString("COMMIT\n")
+	if done != nil && hi > lo {
+		done(lo, hi)
+	}
 	return nil
 }
+
+// releaseSpan is the least span of printed entries told to printRules'
+// done at once.
+const releaseSpan = 4 << 20
 
 // splitChains cuts the blob into its entries and chains: a built-in chain
 // starts at its hook's entry, a user chain at an ERROR entry naming it,
