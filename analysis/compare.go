@@ -2,9 +2,11 @@ package analysis
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/svctrace/svctrace/behavior"
 )
@@ -20,15 +22,25 @@ func Compare(expected, observed *behavior.Table) []behavior.Finding {
 	if node == "" {
 		node = observed.Node
 	}
-	var out []behavior.Finding
 	observedAt, expectedAt := observed.Index(), expected.Index()
-	for _, e := range expected.Frontends {
-		o, ok := observedAt[e.Key]
-		if !ok {
-			o = &behavior.Frontend{Key: e.Key, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
-		}
-		out = append(out, compareFrontend(node, e, *o)...)
+	// Each frontend is compared on its own: a large node's, a run of
+	// them on every CPU, the findings joined in the expected order.
+	fronts := expected.Frontends
+	runs := make([][]behavior.Finding, min(runtime.GOMAXPROCS(0), max(1, len(fronts)/compareRun)))
+	var wg sync.WaitGroup
+	for r := range runs {
+		wg.Go(func() {
+			for _, e := range fronts[r*len(fronts)/len(runs) : (r+1)*len(fronts)/len(runs)] {
+				o, ok := observedAt[e.Key]
+				if !ok {
+					o = &behavior.Frontend{Key: e.Key, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
+				}
+				runs[r] = append(runs[r], compareFrontend(node, e, *o)...)
+			}
+		})
 	}
+	wg.Wait()
+	out := slices.Concat(runs...)
 	for _, o := range observed.Frontends {
 		if _, ok := expectedAt[o.Key]; ok || !handled(o) {
 			continue
@@ -43,6 +55,10 @@ func Compare(expected, observed *behavior.Table) []behavior.Finding {
 	}
 	return behavior.Merge(out)
 }
+
+// compareRun is the fewest frontends a CPU compares: a smaller node's are
+// not worth a goroutine.
+const compareRun = 2048
 
 func handled(f behavior.Frontend) bool {
 	for _, o := range f.Outcomes {
@@ -72,9 +88,9 @@ func anyOutcome(f behavior.Frontend) behavior.Outcome {
 }
 
 func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
-	base := behavior.Finding{Node: node, Service: e.Service, Frontends: []string{e.Key.String()}}
+	// Most frontends have no finding: the key is named only for one.
 	mk := func(typ string, classes []behavior.SourceClass, exp, obs string, rules []behavior.Rule, msg string) behavior.Finding {
-		f := base
+		f := behavior.Finding{Node: node, Service: e.Service, Frontends: []string{e.Key.String()}}
 		f.Type, f.Expected, f.Observed, f.Rules, f.Message = typ, exp, obs, behavior.RuleTexts(rules), msg
 		for _, c := range classes {
 			f.Sources = append(f.Sources, string(c))
@@ -180,14 +196,14 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 			fmt.Sprintf("external connections to %s are kept on this node's endpoints without masquerade, as under traffic policy Local; the policy is Cluster", e.Key))}, true
 	}
 	var out []behavior.Finding
-	for _, b := range eo.Backends {
-		if _, ok := om.get(b.Endpoint); !ok {
+	for i, b := range eo.Backends {
+		if _, ok := om.at(i, b.Endpoint); !ok {
 			out = append(out, withEndpoint(mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", b.Rules,
 				fmt.Sprintf("endpoint %s of %s gets no traffic on this node", b.Endpoint, e.Service)), b.Endpoint))
 		}
 	}
-	for _, b := range oo.Backends {
-		if _, ok := em.get(b.Endpoint); !ok {
+	for i, b := range oo.Backends {
+		if _, ok := em.at(i, b.Endpoint); !ok {
 			out = append(out, withEndpoint(mk(behavior.StaleEndpoint, nil, "absent", b.Endpoint, b.Rules,
 				fmt.Sprintf("%s of %s still sends traffic to %s, which is not a usable endpoint", e.Key, e.Service, b.Endpoint)), b.Endpoint))
 		}
@@ -195,16 +211,16 @@ func compareBackends(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo,
 	if len(out) > 0 {
 		return out, false
 	}
-	for _, b := range eo.Backends {
-		ob, _ := om.get(b.Endpoint)
+	for i, b := range eo.Backends {
+		ob, _ := om.at(i, b.Endpoint)
 		if d := b.Probability - ob.Probability; d > weightTolerance || d < -weightTolerance {
 			out = append(out, mk(behavior.WeightMismatch, cls, backendList(eo), backendList(oo), ob.Rules,
 				fmt.Sprintf("%s spreads connections as %s, should be %s", e.Key, backendList(oo), backendList(eo))))
 			break
 		}
 	}
-	for _, b := range eo.Backends {
-		if ob, _ := om.get(b.Endpoint); c == behavior.FromPod && b.HairpinMasquerade && !ob.HairpinMasquerade {
+	for i, b := range eo.Backends {
+		if ob, _ := om.at(i, b.Endpoint); c == behavior.FromPod && b.HairpinMasquerade && !ob.HairpinMasquerade {
 			out = append(out, mk(behavior.MasqueradeMismatch, cls, "hairpin masquerade for "+b.Endpoint, "no hairpin masquerade", ob.Rules,
 				fmt.Sprintf("a pod reaching itself (%s) through %s is not masqueraded, so its replies bypass the NAT", b.Endpoint, e.Key)))
 		}
@@ -249,10 +265,22 @@ func (b backends) get(ep string) (behavior.Backend, bool) {
 	return b.list[i], true
 }
 
+// at is the backend of that endpoint, looked for first at index i: the
+// two sides of a healthy frontend list the same endpoints in the same
+// order. Each side names an endpoint once (the model's endpoints are a
+// set, and a walk's backends are summed per endpoint), so the backend at
+// i is the one get finds.
+func (b backends) at(i int, ep string) (behavior.Backend, bool) {
+	if i < len(b.list) && b.list[i].Endpoint == ep {
+		return b.list[i], true
+	}
+	return b.get(ep)
+}
+
 // subset reports whether every endpoint of a is one of b's.
 func subset(a, b backends) bool {
-	for _, x := range a.list {
-		if _, ok := b.get(x.Endpoint); !ok {
+	for i, x := range a.list {
+		if _, ok := b.at(i, x.Endpoint); !ok {
 			return false
 		}
 	}

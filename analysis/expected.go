@@ -3,7 +3,9 @@ package analysis
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/model"
@@ -48,12 +50,22 @@ func Expected(in ExpectedInput) (*behavior.Table, []string) {
 	det := newLocalDetector(cfg, space.ClusterCIDRs)
 	npIPs, notes := in.nodePortIPs()
 	local := newLocalDelivery(space.NodeIPs)
-	for i := range v.Ports {
-		p := &v.Ports[i]
-		for _, k := range frontendKeys(p, npIPs) {
-			t.Frontends = append(t.Frontends, expectFrontend(p, k, space, local, det, cfg.MasqueradeAll, cfg.Mode == "ipvs"))
-		}
+	// The ports' frontends are independent: a large node's are worked
+	// out on every CPU, each a run of ports, and joined in port order.
+	runs := make([][]behavior.Frontend, min(runtime.GOMAXPROCS(0), max(1, len(v.Ports)/expectedRun)))
+	var wg sync.WaitGroup
+	for r := range runs {
+		wg.Go(func() {
+			for i := r * len(v.Ports) / len(runs); i < (r+1)*len(v.Ports)/len(runs); i++ {
+				p := &v.Ports[i]
+				for _, k := range frontendKeys(p, npIPs) {
+					runs[r] = append(runs[r], expectFrontend(p, k, space, local, det, cfg.MasqueradeAll, cfg.Mode == "ipvs"))
+				}
+			}
+		})
 	}
+	wg.Wait()
+	t.Frontends = slices.Concat(runs...)
 	if !det.on() && !cfg.MasqueradeAll {
 		notes = append(notes, "no cluster CIDR known: the local-traffic detector is off, so off-cluster traffic to ClusterIPs is not masqueraded")
 	}
@@ -61,6 +73,10 @@ func Expected(in ExpectedInput) (*behavior.Table, []string) {
 	t.Sort()
 	return t, notes
 }
+
+// expectedRun is the fewest ports a CPU works out the frontends of: a
+// smaller node's are not worth a goroutine.
+const expectedRun = 1024
 
 // frontendKeys lists a port's frontends; npIPs are the NodePort addresses
 // (nil: every local address).

@@ -6,8 +6,10 @@
 package behavior
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // FrontendKind says how a frontend address is reached.
@@ -189,11 +191,11 @@ type Table struct {
 // Sort orders frontends by key and backends by endpoint, so that tables
 // compare and render stably.
 func (t *Table) Sort() {
-	sort.Slice(t.Frontends, func(i, j int) bool { return Less(t.Frontends[i].Key, t.Frontends[j].Key) })
+	slices.SortFunc(t.Frontends, func(a, b Frontend) int { return compareKeys(a.Key, b.Key) })
 	for _, f := range t.Frontends {
-		for c, o := range f.Outcomes {
-			sort.Slice(o.Backends, func(i, j int) bool { return o.Backends[i].Endpoint < o.Backends[j].Endpoint })
-			f.Outcomes[c] = o
+		for _, o := range f.Outcomes {
+			// The backends' array is the outcome's own: sorted in place.
+			slices.SortFunc(o.Backends, func(a, b Backend) int { return strings.Compare(a.Endpoint, b.Endpoint) })
 		}
 	}
 }
@@ -221,15 +223,18 @@ func (t *Table) Index() map[Key]*Frontend {
 }
 
 // Less orders keys by kind, address, port and protocol.
-func Less(a, b Key) bool {
-	if a.Kind != b.Kind {
-		return a.Kind < b.Kind
+func Less(a, b Key) bool { return compareKeys(a, b) < 0 }
+
+// compareKeys orders keys as Less does, for slices.SortFunc.
+func compareKeys(a, b Key) int {
+	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+		return c
 	}
-	if a.IP != b.IP {
-		return a.IP < b.IP
+	if c := strings.Compare(a.IP, b.IP); c != 0 {
+		return c
 	}
-	if a.Port != b.Port {
-		return a.Port < b.Port
+	if c := cmp.Compare(a.Port, b.Port); c != 0 {
+		return c
 	}
-	return a.Protocol < b.Protocol
+	return strings.Compare(a.Protocol, b.Protocol)
 }

@@ -40,7 +40,11 @@ func endpointsByPort(all []discoveryv1.EndpointSlice, family corev1.IPFamily, no
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 
-	sets := map[portKey]map[string]Endpoint{}
+	// Each port's endpoints in slice order, keyed by their string; a
+	// port's list is looked up once per slice, not per endpoint.
+	at := map[portKey]int{}
+	var lists [][]keyedEndpoint
+	var keys []portKey
 	for _, es := range ordered {
 		svcName := es.Labels[discoveryv1.LabelServiceName]
 		if svcName == "" {
@@ -51,25 +55,46 @@ func endpointsByPort(all []discoveryv1.EndpointSlice, family corev1.IPFamily, no
 				continue
 			}
 			key := portKey{es.Namespace, svcName, *p.Name, protocolOrTCP(p.Protocol)}
-			set := sets[key]
-			if set == nil {
-				set = map[string]Endpoint{}
-				sets[key] = set
+			i, ok := at[key]
+			if !ok {
+				i = len(lists)
+				at[key] = i
+				lists = append(lists, make([]keyedEndpoint, 0, len(es.Endpoints)))
+				keys = append(keys, key)
 			}
-			for i := range es.Endpoints {
-				ep, ok := makeEndpoint(&es.Endpoints[i], *p.Port, es.Name, node)
+			for j := range es.Endpoints {
+				ep, ok := makeEndpoint(&es.Endpoints[j], *p.Port, es.Name, node)
 				if !ok {
 					continue
 				}
-				s := ep.String()
-				if _, exists := set[s]; !exists || !ep.Terminating {
-					set[s] = ep
-				}
+				lists[i] = append(lists[i], keyedEndpoint{ep.String(), ep})
 			}
 		}
 	}
+	out := make(map[portKey][]Endpoint, len(lists))
+	for i, keyed := range lists {
+		out[keys[i]] = mergeDuplicates(keyed)
+	}
+	return out
+}
 
-	return sortedByPort(sets)
+// mergeDuplicates sorts a port's endpoints (in slice order) by their
+// string and merges those of one string: the last that is not
+// terminating wins, else the first.
+func mergeDuplicates(keyed []keyedEndpoint) []Endpoint {
+	slices.SortStableFunc(keyed, func(a, b keyedEndpoint) int { return cmp.Compare(a.key, b.key) })
+	list := make([]Endpoint, 0, len(keyed))
+	for i := 0; i < len(keyed); {
+		j, pick := i+1, i
+		for ; j < len(keyed) && keyed[j].key == keyed[i].key; j++ {
+			if !keyed[j].ep.Terminating {
+				pick = j
+			}
+		}
+		list = append(list, keyed[pick].ep)
+		i = j
+	}
+	return list
 }
 
 // makeEndpoint converts one slice endpoint for one port number.
