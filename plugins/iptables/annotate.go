@@ -56,6 +56,9 @@ func (p *Plane) ruleAt(h dataplane.Hop) *Rule {
 	if c == nil {
 		return nil
 	}
+	if r, ok := c.lazyRuleAt(h.Line); ok {
+		return r
+	}
 	rules := c.Rules()
 	if i, ok := slices.BinarySearchFunc(rules, h.Line, func(r *Rule, line int) int { return cmp.Compare(r.Line, line) }); ok {
 		return rules[i]

@@ -111,6 +111,10 @@ type Chain struct {
 	// idx indexes a long chain by destination, made on first use.
 	idx     *chainIndex
 	idxOnce sync.Once
+	// lidx indexes a long chain of a lazy read by the text of its lines
+	// (see lazyIndexed), made on first use.
+	lidx     *lazyIndex
+	lidxOnce sync.Once
 	// trans is what the chain surely does to a packet, made on first use
 	// (see surelyTranslates).
 	trans     *translation
@@ -145,7 +149,7 @@ func (c *Chain) Len() int {
 // scan is as fast).
 func (c *Chain) index() *chainIndex {
 	rules := c.Rules()
-	if len(rules) < 32 {
+	if len(rules) < minIndexed {
 		return nil
 	}
 	c.idxOnce.Do(func() { c.idx = buildIndex(rules) })

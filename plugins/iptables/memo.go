@@ -35,7 +35,9 @@ func (c *Chain) pure() bool {
 }
 
 func pureChain(c *Chain, depth int) bool {
-	if depth > 8 || perServiceChain(c.Name) || (c.lazy != nil && c.lazy.transient) {
+	if depth > 8 || perServiceChain(c.Name) || (c.lazy != nil && c.lazy.transient) || c.lazyIndexed() {
+		// A long chain of a lazy read is walked through its index,
+		// not parsed whole to prove it pure.
 		return false
 	}
 	for _, r := range c.Rules() {

@@ -430,6 +430,9 @@ func (w *Walker) evalChain(s *state, table string, c *Chain, depth int) []result
 		// Not indexed: the index would keep the rules.
 		return w.evalRules(s, table, c, sc.rules(c), depth)
 	}
+	if c.lazyIndexed() {
+		return w.evalRules(s, table, c, c.lazyCandidates(s.pkt.Dst), depth)
+	}
 	if s.opts.NoHops && !w.noMemo && c.pure() {
 		return w.memoized(s, table, c, depth)
 	}
