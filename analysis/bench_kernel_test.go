@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/internal/netns"
 	"github.com/svctrace/svctrace/internal/netnstest"
-	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
@@ -49,7 +50,7 @@ func benchmarkReadAnalyze(b *testing.B, services int) {
 	base := snapshottest.Node(services, 10)
 	base.Nodes[0].Dumps = nil // read from the kernel instead
 	path := filepath.Join("/run/netns", ns)
-	var loader iptables.Loader
+	read := kernelReader(b)
 	var took time.Duration
 	var peak int64
 	b.ReportAllocs()
@@ -63,7 +64,7 @@ func benchmarkReadAnalyze(b *testing.B, services int) {
 		node := base.Nodes[0]
 		err := netns.Run(path, func() error {
 			for _, c := range []string{snapshot.CollectorIPTablesSave, snapshot.CollectorIP6TablesSave} {
-				d, err := loader.ReadKernel(c, "legacy")
+				d, err := read(c, "legacy")
 				if err != nil {
 					return err
 				}
@@ -94,6 +95,30 @@ func benchmarkReadAnalyze(b *testing.B, services int) {
 
 func BenchmarkReadAnalyze1k(b *testing.B)  { benchmarkReadAnalyze(b, 1000) }
 func BenchmarkReadAnalyze10k(b *testing.B) { benchmarkReadAnalyze(b, 10000) }
+
+// kernelReader reads a dump from the kernel with the plane that reads that
+// part of it, as collect --local does.
+func kernelReader(b *testing.B) func(collector, backend string) (snapshot.Dump, error) {
+	var readers []dataplane.KernelReader
+	for _, l := range plugins.Loaders() {
+		if r, ok := l.(dataplane.KernelReader); ok {
+			readers = append(readers, r)
+		}
+	}
+	if len(readers) == 0 {
+		b.Fatal("no plane reads the kernel")
+	}
+	return func(collector, backend string) (snapshot.Dump, error) {
+		var err error
+		for _, r := range readers {
+			var d snapshot.Dump
+			if d, err = r.ReadKernel(collector, backend); err == nil {
+				return d, nil
+			}
+		}
+		return snapshot.Dump{}, err
+	}
+}
 
 // resetPeakRSS resets the process's peak RSS to its RSS now (Linux's
 // clear_refs 5).
