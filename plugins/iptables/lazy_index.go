@@ -32,7 +32,7 @@ const minIndexed = 32
 // destination the text does not make certain.
 func (c *Chain) lazyCandidates(dst netip.Addr) []*Rule {
 	c.lidxOnce.Do(func() { c.lidx = newLazyIndex(c) })
-	return c.lidx.candidates(c, dst)
+	return c.lidx.rulesFor(c, dst)
 }
 
 // lazyRuleAt is the rule of a lazyIndexed chain at that line, when a walk
@@ -55,9 +55,8 @@ func (c *Chain) lazyRuleAt(line int) (*Rule, bool) {
 // lazyIndex is a lazily read chain's lines by destination, and the rules
 // of those parsed so far.
 type lazyIndex struct {
+	dstIndex
 	lines []lazyLine
-	byDst map[netip.Addr][]int
-	any   []int
 
 	mu sync.Mutex
 	// rules are the lines' rules, nil until parsed; p parses them, and
@@ -73,33 +72,24 @@ type lazyIndex struct {
 
 func newLazyIndex(c *Chain) *lazyIndex {
 	l := c.lazy
-	x := &lazyIndex{lines: l.kept(), byDst: map[netip.Addr][]int{}, failed: -1}
+	x := &lazyIndex{lines: l.kept(), failed: -1}
 	x.rules = make([]*Rule, len(x.lines))
 	for i, ln := range x.lines {
-		if a, ok := lineDest(ln.text, int(ln.col), l.state.family); ok {
-			x.byDst[a] = append(x.byDst[a], i)
-			continue
-		}
-		x.any = append(x.any, i)
+		a, ok := lineDest(ln.text, int(ln.col), l.state.family)
+		x.add(i, a, ok)
 	}
 	return x
 }
 
-// candidates parses the lines dst needs that are not parsed yet, and
+// rulesFor parses the lines dst needs that are not parsed yet, and
 // returns their rules in order.
-func (x *lazyIndex) candidates(c *Chain, dst netip.Addr) []*Rule {
-	a, b := x.byDst[dst], x.any
-	out := make([]*Rule, 0, len(a)+len(b))
+func (x *lazyIndex) rulesFor(c *Chain, dst netip.Addr) []*Rule {
+	cur := x.candidates(dst)
+	out := make([]*Rule, 0, cur.len())
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	l := c.lazy
-	for len(a) > 0 || len(b) > 0 {
-		var i int
-		if len(b) == 0 || (len(a) > 0 && a[0] < b[0]) {
-			i, a = a[0], a[1:]
-		} else {
-			i, b = b[0], b[1:]
-		}
+	for i, ok := cur.next(); ok; i, ok = cur.next() {
 		if x.failed >= 0 && i >= x.failed {
 			break
 		}

@@ -364,39 +364,77 @@ func parseMark(s string) (value, mask uint32, ok bool) {
 	return uint32(vv), mask, true
 }
 
-// chainIndex speeds up long chains: rules that match one exact destination
-// address are only candidates for packets to that address; the rest are
-// candidates for every packet. Order is kept.
-type chainIndex struct {
+// dstIndex is a chain's rule positions by destination: positions whose
+// rule matches one exact destination address are only candidates for
+// packets to that address; the rest are candidates for every packet.
+type dstIndex struct {
 	byDst map[netip.Addr][]int
 	any   []int
+}
+
+// add files position i under dst, or under every packet without one.
+func (x *dstIndex) add(i int, dst netip.Addr, exact bool) {
+	if !exact {
+		x.any = append(x.any, i)
+		return
+	}
+	if x.byDst == nil {
+		x.byDst = map[netip.Addr][]int{}
+	}
+	x.byDst[dst] = append(x.byDst[dst], i)
+}
+
+// candidates walks the positions of the candidates for a packet to dst,
+// in order.
+func (x *dstIndex) candidates(dst netip.Addr) dstCursor {
+	return dstCursor{a: x.byDst[dst], b: x.any}
+}
+
+// dstCursor merges a destination's positions with those of every packet.
+type dstCursor struct{ a, b []int }
+
+// len is the number of positions left.
+func (c *dstCursor) len() int { return len(c.a) + len(c.b) }
+
+// next is the next position, false past the last.
+func (c *dstCursor) next() (int, bool) {
+	var i int
+	switch {
+	case len(c.a) == 0 && len(c.b) == 0:
+		return 0, false
+	case len(c.b) == 0 || (len(c.a) > 0 && c.a[0] < c.b[0]):
+		i, c.a = c.a[0], c.a[1:]
+	default:
+		i, c.b = c.b[0], c.b[1:]
+	}
+	return i, true
+}
+
+// chainIndex speeds up a long chain of parsed rules (see dstIndex). Order
+// is kept.
+type chainIndex struct {
+	dstIndex
 	rules []*Rule
 }
 
 func buildIndex(rules []*Rule) *chainIndex {
-	idx := &chainIndex{byDst: map[netip.Addr][]int{}, rules: rules}
+	idx := &chainIndex{rules: rules}
 	for i, r := range rules {
-		if r.Dest != nil && !r.Dest.Negate && r.Dest.Prefix.IsSingleIP() {
-			a := r.Dest.Prefix.Addr()
-			idx.byDst[a] = append(idx.byDst[a], i)
-			continue
+		exact := r.Dest != nil && !r.Dest.Negate && r.Dest.Prefix.IsSingleIP()
+		var a netip.Addr
+		if exact {
+			a = r.Dest.Prefix.Addr()
 		}
-		idx.any = append(idx.any, i)
+		idx.add(i, a, exact)
 	}
 	return idx
 }
 
-func (idx *chainIndex) candidates(dst netip.Addr) []*Rule {
-	a, b := idx.byDst[dst], idx.any
-	out := make([]*Rule, 0, len(a)+len(b))
-	for len(a) > 0 || len(b) > 0 {
-		if len(b) == 0 || (len(a) > 0 && a[0] < b[0]) {
-			out = append(out, idx.rules[a[0]])
-			a = a[1:]
-		} else {
-			out = append(out, idx.rules[b[0]])
-			b = b[1:]
-		}
+func (idx *chainIndex) rulesFor(dst netip.Addr) []*Rule {
+	c := idx.candidates(dst)
+	out := make([]*Rule, 0, c.len())
+	for i, ok := c.next(); ok; i, ok = c.next() {
+		out = append(out, idx.rules[i])
 	}
 	return out
 }

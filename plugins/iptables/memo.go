@@ -118,7 +118,7 @@ func (w *Walker) memoized(s *state, table string, c *Chain, depth int) []result 
 	}
 	rules := c.Rules()
 	if idx := c.index(); idx != nil {
-		rules = idx.candidates(s.pkt.Dst)
+		rules = idx.rulesFor(s.pkt.Dst)
 	}
 	res := w.evalRules(s, table, c, rules, depth)
 	if len(res) == 1 && res[0].st == s && s.rare == rare && (rare == nil || len(rare.notes) == notes) {

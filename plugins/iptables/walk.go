@@ -438,7 +438,7 @@ func (w *Walker) evalChain(s *state, table string, c *Chain, depth int) []result
 	}
 	rules := c.Rules()
 	if idx := c.index(); idx != nil {
-		rules = idx.candidates(s.pkt.Dst)
+		rules = idx.rulesFor(s.pkt.Dst)
 	}
 	return w.evalRules(s, table, c, rules, depth)
 }
