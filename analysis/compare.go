@@ -2,11 +2,9 @@ package analysis
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/svctrace/svctrace/behavior"
 )
@@ -23,24 +21,15 @@ func Compare(expected, observed *behavior.Table) []behavior.Finding {
 		node = observed.Node
 	}
 	observedAt, expectedAt := observed.Index(), expected.Index()
-	// Each frontend is compared on its own: a large node's, a run of
-	// them on every CPU, the findings joined in the expected order.
-	fronts := expected.Frontends
-	runs := make([][]behavior.Finding, min(runtime.GOMAXPROCS(0), max(1, len(fronts)/compareRun)))
-	var wg sync.WaitGroup
-	for r := range runs {
-		wg.Go(func() {
-			for _, e := range fronts[r*len(fronts)/len(runs) : (r+1)*len(fronts)/len(runs)] {
-				o, ok := observedAt[e.Key]
-				if !ok {
-					o = &behavior.Frontend{Key: e.Key, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
-				}
-				runs[r] = append(runs[r], compareFrontend(node, e, *o)...)
-			}
-		})
-	}
-	wg.Wait()
-	out := slices.Concat(runs...)
+	// Each frontend is compared on its own: a large node's on every CPU.
+	out := inRuns(len(expected.Frontends), compareRun, func(out []behavior.Finding, i int) []behavior.Finding {
+		e := expected.Frontends[i]
+		o, ok := observedAt[e.Key]
+		if !ok {
+			o = &behavior.Frontend{Key: e.Key, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
+		}
+		return append(out, compareFrontend(node, e, *o)...)
+	})
 	for _, o := range observed.Frontends {
 		if _, ok := expectedAt[o.Key]; ok || !handled(o) {
 			continue

@@ -3,9 +3,7 @@ package analysis
 import (
 	"fmt"
 	"net/netip"
-	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/model"
@@ -51,21 +49,14 @@ func Expected(in ExpectedInput) (*behavior.Table, []string) {
 	npIPs, notes := in.nodePortIPs()
 	local := newLocalDelivery(space.NodeIPs)
 	// The ports' frontends are independent: a large node's are worked
-	// out on every CPU, each a run of ports, and joined in port order.
-	runs := make([][]behavior.Frontend, min(runtime.GOMAXPROCS(0), max(1, len(v.Ports)/expectedRun)))
-	var wg sync.WaitGroup
-	for r := range runs {
-		wg.Go(func() {
-			for i := r * len(v.Ports) / len(runs); i < (r+1)*len(v.Ports)/len(runs); i++ {
-				p := &v.Ports[i]
-				for _, k := range frontendKeys(p, npIPs) {
-					runs[r] = append(runs[r], expectFrontend(p, k, space, local, det, cfg.MasqueradeAll, cfg.Mode == "ipvs"))
-				}
-			}
-		})
-	}
-	wg.Wait()
-	t.Frontends = slices.Concat(runs...)
+	// out on every CPU.
+	t.Frontends = inRuns(len(v.Ports), expectedRun, func(out []behavior.Frontend, i int) []behavior.Frontend {
+		p := &v.Ports[i]
+		for _, k := range frontendKeys(p, npIPs) {
+			out = append(out, expectFrontend(p, k, space, local, det, cfg.MasqueradeAll, cfg.Mode == "ipvs"))
+		}
+		return out
+	})
 	if !det.on() && !cfg.MasqueradeAll {
 		notes = append(notes, "no cluster CIDR known: the local-traffic detector is off, so off-cluster traffic to ClusterIPs is not masqueraded")
 	}
