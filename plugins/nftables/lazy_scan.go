@@ -286,7 +286,8 @@ func scanDocument(data []byte) ([]rawElem, bool) {
 	return elems, found && s.pos == len(data)
 }
 
-// array reads the elements of the "nftables" array.
+// array reads the elements of the "nftables" array: a large one in two
+// parts at once (see splitArray).
 func (s *scanner) array() ([]rawElem, bool) {
 	s.pos++ // '['
 	// nft writes an element in some hundred bytes, or more.
@@ -294,17 +295,31 @@ func (s *scanner) array() ([]rawElem, bool) {
 	if s.expect(']') {
 		return elems, true
 	}
+	if split := splitPoint(s.data, s.pos); split > 0 {
+		return s.splitArray(elems, split)
+	}
+	elems, ok, _ := s.elements(elems, -1)
+	return elems, ok
+}
+
+// elements reads the array's elements from pos (after its '[' or a ',')
+// up to and past the closing ']'. When an element's text (with the white
+// space before it) starts at stop, it stops there instead: landed.
+func (s *scanner) elements(elems []rawElem, stop int) (_ []rawElem, ok, landed bool) {
 	for {
+		if s.pos == stop {
+			return elems, true, true
+		}
 		e, ok := s.element()
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
 		elems = append(elems, e)
 		if s.expect(']') {
-			return elems, true
+			return elems, true, false
 		}
 		if !s.expect(',') {
-			return nil, false
+			return nil, false, false
 		}
 	}
 }
