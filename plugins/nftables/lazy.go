@@ -105,6 +105,8 @@ func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 	}
 	doc := &lazyDoc{source: source, data: data, elems: elems}
 	p := &parser{rs: &Ruleset{Source: source}, tables: map[string]*Table{}}
+	// The big sets' elements, read on other CPUs while the loop goes on.
+	var pending []*lateElems
 	for i := range elems {
 		e := &elems[i]
 		p.at = i
@@ -126,22 +128,36 @@ func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 			c.Type, c.Hook, c.Policy, c.Comment = "", "", "", ""
 			continue
 		}
-		item, err := doc.decodeSet(p, e)
-		if item == nil && err == nil {
+		item, late := doc.decodeSet(p, e)
+		var err error
+		if item == nil {
 			item, err = decodeRaw(data[e.start:e.end])
 		}
 		if err != nil {
 			return nil, nil, fullError(source, data, jsonErrorAt(source, data, int64(e.start), err))
 		}
-		err = p.object(item, fmt.Sprintf("nftables[%d]", i))
+		path := fmt.Sprintf("nftables[%d]", i)
+		p.lastSet = nil
+		err = p.object(item, path)
 		p.elems = nil
+		if late != nil {
+			late.madeAs(p.lastSet, p.lastTable, path+"."+e.kind)
+			pending = append(pending, late)
+		}
 		if err != nil {
 			return nil, nil, fullError(source, data, fmt.Errorf("nftables: %s: %w", source, err))
 		}
 	}
+	for _, late := range pending {
+		if err := late.finish(p); err != nil {
+			return nil, nil, fullError(source, data, err)
+		}
+	}
 	for _, t := range p.rs.Tables {
 		for _, s := range t.Sets {
-			s.buildIndex()
+			if s.index == nil { // not indexed by a goroutine of readLate
+				s.buildIndex()
+			}
 		}
 	}
 	doc.tables = p.tables
@@ -183,24 +199,33 @@ func (doc *lazyDoc) chainOf(p *parser, e *rawElem) *Chain {
 
 // decodeSet decodes a set or map whose elements plainElems reads (nil
 // otherwise): the elements go to p.elems, the rest through the decoder,
-// its "elem" read as null.
-func (doc *lazyDoc) decodeSet(p *parser, e *rawElem) (any, error) {
+// its "elem" read as null. A big set's elements are read in another
+// goroutine, and late (not nil) finishes the set.
+func (doc *lazyDoc) decodeSet(p *parser, e *rawElem) (any, *lateElems) {
 	if e.kind != "set" && e.kind != "map" || e.elemEnd == 0 {
 		return nil, nil
 	}
-	elems, ok := plainElems(doc.data[e.elemStart:e.elemEnd], e.kind == "map")
-	if !ok || elems == nil {
-		return nil, nil
+	raw := doc.data[e.elemStart:e.elemEnd]
+	var late *lateElems
+	if len(raw) < minLateElems {
+		elems, ok := plainElems(raw, e.kind == "map")
+		if !ok || elems == nil {
+			return nil, nil
+		}
+		p.elems = elems
 	}
 	rest := make([]byte, 0, e.end-e.start-(e.elemEnd-e.elemStart)+4)
 	rest = append(append(append(rest, doc.data[e.start:e.elemStart]...), "null"...), doc.data[e.elemEnd:e.end]...)
 	item, err := decodeRaw(rest)
 	if err != nil {
 		// Decoded whole, for the position of the error.
+		p.elems = nil
 		return nil, nil
 	}
-	p.elems = elems
-	return item, nil
+	if p.elems == nil {
+		late = readLate(doc, e)
+	}
+	return item, late
 }
 
 // decodeRaw decodes one element as Parse's decoder does.

@@ -1,5 +1,7 @@
 package nftables
 
+import "unsafe"
+
 // A narrow read takes the elements of kube-proxy's big sets and maps
 // (thousands of ClusterIPs, a service-ips element per Service port)
 // straight from their text: the elements plainElement reads from the
@@ -7,6 +9,11 @@ package nftables
 // text the JSON decoder could read another way (escapes, bytes outside
 // ASCII, numbers that are not plain integers), leaves the array to the
 // decoder.
+
+// The values of the elements come from arrays of a few hundred, one
+// allocation for each array rather than one per value, and their strings
+// share the bytes of the document, which is never written (a dump's
+// text, kept as long as the plane is).
 
 // plainElems reads a set's "elem" array; ok is false when some element is
 // not in a form read here.
@@ -42,12 +49,53 @@ type elemReader struct {
 	// elements repeat: one literal serves them all (literals are never
 	// changed once read).
 	short map[string]*Literal
+
+	elems    chunk[Element]
+	literals chunk[Literal]
+	concats  chunk[Concat]
+	parts    chunk[Expr]
+	verdicts chunk[Verdict]
+}
+
+// chunk hands out values from arrays of chunkSize.
+type chunk[T any] struct{ free []T }
+
+const chunkSize = 256
+
+func (c *chunk[T]) next() *T {
+	if len(c.free) == 0 {
+		c.free = make([]T, chunkSize)
+	}
+	v := &c.free[0]
+	c.free = c.free[1:]
+	return v
+}
+
+// take is n values of a chunk, as a slice of no more capacity.
+func (c *chunk[T]) take(n int) []T {
+	if len(c.free) < n {
+		c.free = make([]T, max(n, chunkSize))
+	}
+	v := c.free[:n:n]
+	c.free = c.free[n:]
+	return v
+}
+
+// docString is text, of the document, as a string sharing its bytes.
+func docString(text []byte) string {
+	if len(text) == 0 {
+		return ""
+	}
+	return unsafe.String(&text[0], len(text))
 }
 
 // literal is newLiteral(text, num), shared for short texts.
 func (r *elemReader) literal(text []byte, num bool) *Literal {
 	if len(text) > 6 {
-		return newLiteral(string(text), num)
+		l := r.literals.next()
+		l.Text, l.Num = docString(text), num
+		l.val, l.known = literalValue(l), true
+		return l
 	}
 	if l := r.short[string(text)]; l != nil && l.Num == num {
 		return l
@@ -68,7 +116,9 @@ func (r *elemReader) element(isMap bool) (*Element, bool) {
 			return nil, false
 		}
 		k, ok := r.scalar()
-		return &Element{Key: k}, ok
+		el := r.elems.next()
+		el.Key = k
+		return el, ok
 	}
 	r.s.pos++
 	var key Expr
@@ -85,7 +135,8 @@ func (r *elemReader) element(isMap bool) (*Element, bool) {
 	if !ok || !r.s.expect(']') {
 		return nil, false
 	}
-	el := &Element{Key: key}
+	el := r.elems.next()
+	el.Key = key
 	el.setData(v)
 	return el, true
 }
@@ -119,7 +170,7 @@ func (r *elemReader) plainString() (string, bool) {
 	if !ok || esc || !plainText(text) {
 		return "", false
 	}
-	return string(text), true
+	return docString(text), true
 }
 
 // plainText: printable ASCII only.
@@ -138,7 +189,8 @@ func (r *elemReader) concat() (*Concat, bool) {
 	if k, ok := r.plainString(); !ok || k != "concat" || !r.s.expect(':') || !r.s.expect('[') {
 		return nil, false
 	}
-	c := &Concat{Parts: make([]Expr, 0, 3)}
+	c := r.concats.next()
+	c.Parts = r.parts.take(3)[:0]
 	for {
 		part, ok := r.scalar()
 		if !ok {
@@ -164,7 +216,8 @@ func (r *elemReader) verdict() (*Verdict, bool) {
 	if !ok || !r.s.expect(':') {
 		return nil, false
 	}
-	v := &Verdict{Kind: kind}
+	v := r.verdicts.next()
+	v.Kind = kind
 	switch kind {
 	case "jump", "goto":
 		if !r.s.expect('{') {

@@ -23,7 +23,13 @@ func narrowInputs(t *testing.T) map[string]string {
 	in := map[string]string{
 		"synthetic 200x3": snapshottest.NFTablesJSON(200, 3),
 		"synthetic 30x0":  snapshottest.NFTablesJSON(30, 0),
+		// Big enough to be scanned in two parts, its maps' elements read
+		// on other CPUs.
+		"synthetic 2500x2": snapshottest.NFTablesJSON(2500, 2),
 	}
+	// An escape in a big map: its elements are read by the decoder.
+	in["synthetic 2500x2, escape in a big map"] = strings.Replace(in["synthetic 2500x2"],
+		`[{"concat": ["10.96.0.10", "tcp", 80]}`, `[{"concat": ["10.96.0.1\u0030", "tcp", 80]}`, 1)
 	for _, c := range captures() {
 		in[c] = string(readCapture(t, c))
 	}
@@ -282,6 +288,16 @@ func TestLoadNarrowMalformed(t *testing.T) {
 		// the second: Load tells the first.
 		"two errors": lastReplaced(strings.Replace(good, `"mod": 2`, `"mod": 2x`, 1), `"policy": "accept"`, `"policy": acept`),
 	}
+	// Sets big enough to be read in another goroutine.
+	big := snapshottest.NFTablesJSON(2500, 2)
+	first := `"elem": [[{"concat": ["10.96.0.10", "tcp", 80]}`
+	if !strings.Contains(big, first) {
+		t.Fatalf("no %s in the generated document", first)
+	}
+	badElement := strings.Replace(big, first, `"elem": [[{"concat": ["10.96.0.300", "tcp", 80]}`, 1)
+	cases["big map bad element"] = badElement
+	cases["big map bad literal"] = strings.Replace(big, first, `"elem": [[{"concat": ["10.96.0.10", "tcp", 80x]}`, 1)
+	cases["big map, then a bad rule"] = lastReplaced(badElement, `"policy": "accept"`, `"policy": acept`)
 	for name, text := range cases {
 		_, werr := Loader{}.Load(nodeWith(text), "IPv4")
 		_, nerr := Loader{}.LoadNarrow(nodeWith(text), "IPv4")

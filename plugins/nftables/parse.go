@@ -117,6 +117,9 @@ type parser struct {
 	// elems, when not nil, are the elements of the set being read, taken
 	// from its text by a narrow read (plainElems); its "elem" is null.
 	elems []*Element
+	// lastSet is the set or map read last, in lastTable.
+	lastSet   *Set
+	lastTable *Table
 }
 
 func (p *parser) note(family, format string, args ...any) {

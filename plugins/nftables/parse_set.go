@@ -59,6 +59,7 @@ func (p *parser) set(body any, path string, isMap bool) error {
 	}
 	t.sets[name] = s
 	t.Sets = append(t.Sets, s)
+	p.lastSet, p.lastTable = s, t
 	return nil
 }
 
