@@ -191,7 +191,7 @@ type Table struct {
 // Sort orders frontends by key and backends by endpoint, so that tables
 // compare and render stably.
 func (t *Table) Sort() {
-	slices.SortFunc(t.Frontends, func(a, b Frontend) int { return compareKeys(a.Key, b.Key) })
+	slices.SortFunc(t.Frontends, func(a, b Frontend) int { return CompareKeys(a.Key, b.Key) })
 	for _, f := range t.Frontends {
 		for _, o := range f.Outcomes {
 			// The backends' array is the outcome's own: sorted in place.
@@ -223,10 +223,10 @@ func (t *Table) Index() map[Key]*Frontend {
 }
 
 // Less orders keys by kind, address, port and protocol.
-func Less(a, b Key) bool { return compareKeys(a, b) < 0 }
+func Less(a, b Key) bool { return CompareKeys(a, b) < 0 }
 
-// compareKeys orders keys as Less does, for slices.SortFunc.
-func compareKeys(a, b Key) int {
+// CompareKeys orders keys as Less does, for slices.SortFunc.
+func CompareKeys(a, b Key) int {
 	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
 		return c
 	}

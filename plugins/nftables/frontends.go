@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -34,18 +33,10 @@ func (p *Plane) discover() ([]behavior.Frontend, []string) {
 	for _, s := range t.Sets {
 		n += len(s.Elements)
 	}
-	out := make([]behavior.Frontend, 0, n)
+	found := make([]foundFrontend, 0, n)
 	var notes, ambiguous []string
-	seen := make(map[behavior.Key]int, n)
 	add := func(k behavior.Key, svc string) {
-		if i, ok := seen[k]; ok {
-			if out[i].Service == "" {
-				out[i].Service = svc
-			}
-			return
-		}
-		seen[k] = len(out)
-		out = append(out, behavior.Frontend{Key: k, Service: svc})
+		found = append(found, foundFrontend{key: k, service: svc, seq: len(found)})
 	}
 	clusterIPs := map[netip.Addr]bool{}
 	if s := t.Set(setClusterIPs); s != nil {
@@ -125,8 +116,37 @@ func (p *Plane) discover() ([]behavior.Frontend, []string) {
 		notes = append(notes, fmt.Sprintf("%s: %s taken as external IPs: kube-proxy's maps do not tell an external IP from a load-balancer IP without loadBalancerSourceRanges",
 			t.ID(), strings.Join(ambiguous, ", ")))
 	}
-	sort.SliceStable(out, func(i, j int) bool { return behavior.Less(out[i].Key, out[j].Key) })
-	return out, notes
+	return uniqueFrontends(found), notes
+}
+
+// foundFrontend is a frontend a map element names, the seq'th found.
+type foundFrontend struct {
+	key     behavior.Key
+	service string
+	seq     int
+}
+
+// uniqueFrontends are the frontends found, in key order, one per key: the
+// Service of a key named more than once is the first one named.
+func uniqueFrontends(found []foundFrontend) []behavior.Frontend {
+	// Sorted (by key, then in the order found) are the few bytes of the
+	// keys, not whole frontends; a key's elements are then side by side.
+	slices.SortFunc(found, func(a, b foundFrontend) int {
+		if c := behavior.CompareKeys(a.key, b.key); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	})
+	out := make([]behavior.Frontend, 0, len(found))
+	for i, f := range found {
+		switch {
+		case i == 0 || f.key != found[i-1].key:
+			out = append(out, behavior.Frontend{Key: f.key, Service: f.service})
+		case out[len(out)-1].Service == "":
+			out[len(out)-1].Service = f.service
+		}
+	}
+	return out
 }
 
 // frontendKind tells the kind of an address frontend; sure is false when

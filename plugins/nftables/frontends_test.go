@@ -2,9 +2,11 @@ package nftables
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
 )
 
@@ -106,5 +108,35 @@ func TestNodePortsAnyAddress(t *testing.T) {
 	p := NewPlane(mustParse(t, "edited", data), "IPv6")
 	if got := strings.Join(frontendLines(p), "\n"); got != "NodePort 31000/TCP ns/svc:p" {
 		t.Errorf("IPv6 frontends %q", got)
+	}
+}
+
+// TestUniqueFrontends: one frontend per key, in key order; a key named
+// again keeps the first Service named for it.
+func TestUniqueFrontends(t *testing.T) {
+	key := func(ip string, port int32) behavior.Key {
+		return behavior.Key{Kind: behavior.ClusterIP, IP: ip, Port: port, Protocol: "TCP"}
+	}
+	var found []foundFrontend
+	for _, f := range []struct {
+		k   behavior.Key
+		svc string
+	}{
+		{key("10.96.0.2", 80), ""},
+		{key("10.96.0.1", 443), "default/kubernetes:https"},
+		{key("10.96.0.2", 80), "shop/cart:http"},
+		{key("10.96.0.1", 443), "other/name:https"},
+		{key("10.96.0.2", 80), "shop/web:http"},
+		{key("10.96.0.1", 80), ""},
+	} {
+		found = append(found, foundFrontend{key: f.k, service: f.svc, seq: len(found)})
+	}
+	want := []behavior.Frontend{
+		{Key: key("10.96.0.1", 80)},
+		{Key: key("10.96.0.1", 443), Service: "default/kubernetes:https"},
+		{Key: key("10.96.0.2", 80), Service: "shop/cart:http"},
+	}
+	if got := uniqueFrontends(found); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
