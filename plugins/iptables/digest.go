@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/internal/wire"
 )
 
 // A digest holds what a lazy read of a dump learns by scanning all of it
@@ -57,17 +58,17 @@ func digest(rs *Ruleset) ([]byte, error) {
 	late := slices.Clone(st.notes)
 	st.mu.Unlock()
 
-	w := wireWriter{text: st.text, buf: make([]byte, 0, len(st.text)/16)}
-	w.buf = append(w.buf, digestMagic...)
-	w.uint(digestVersion)
-	w.uint(uint64(len(st.text)))
-	w.uint(uint64(crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(st.text), len(st.text)))))
-	w.str(st.opts.Table)
-	w.str(st.opts.Family)
-	w.str(rs.Backend)
-	w.str(rs.Family)
+	w := wireWriter{Writer: wire.Writer{Buf: make([]byte, 0, len(st.text)/16)}, text: st.text}
+	w.Buf = append(w.Buf, digestMagic...)
+	w.Uint(digestVersion)
+	w.Uint(uint64(len(st.text)))
+	w.Uint(uint64(crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(st.text), len(st.text)))))
+	w.Str(st.opts.Table)
+	w.Str(st.opts.Family)
+	w.Str(rs.Backend)
+	w.Str(rs.Family)
 	writeNotes(&w, rs.Notes)
-	w.uint(uint64(len(rs.TableOrder)))
+	w.Uint(uint64(len(rs.TableOrder)))
 	for _, name := range rs.TableOrder {
 		if !writeTable(&w, rs.Tables[name]) {
 			return nil, nil
@@ -75,38 +76,38 @@ func digest(rs *Ruleset) ([]byte, error) {
 	}
 	writeFacts(&w, &facts, rs.TableOrder)
 	writeNotes(&w, late)
-	return w.buf, nil
+	return w.Buf, nil
 }
 
 func writeNotes(w *wireWriter, notes []Note) {
-	w.uint(uint64(len(notes)))
+	w.Uint(uint64(len(notes)))
 	for _, n := range notes {
-		w.uint(uint64(n.Line))
-		w.str(n.Message)
+		w.Uint(uint64(n.Line))
+		w.Str(n.Message)
 	}
 }
 
 func writeFacts(w *wireWriter, f *dumpFacts, tables []string) {
-	w.str(f.infer.Mode)
-	w.strs(f.infer.ClusterCIDRs)
-	w.int(int64(f.infer.MasqueradeBit))
-	w.str(f.infer.LocalIface)
-	w.strs(f.infer.Evidence)
-	w.uint(uint64(len(f.frontends)))
+	w.Str(f.infer.Mode)
+	w.Strs(f.infer.ClusterCIDRs)
+	w.Int(int64(f.infer.MasqueradeBit))
+	w.Str(f.infer.LocalIface)
+	w.Strs(f.infer.Evidence)
+	w.Uint(uint64(len(f.frontends)))
 	for _, fe := range f.frontends {
-		w.str(string(fe.Key.Kind))
-		w.str(fe.Key.IP)
-		w.int(int64(fe.Key.Port))
-		w.str(fe.Key.Protocol)
-		w.str(fe.Service)
+		w.Str(string(fe.Key.Kind))
+		w.Str(fe.Key.IP)
+		w.Int(int64(fe.Key.Port))
+		w.Str(fe.Key.Protocol)
+		w.Str(fe.Service)
 	}
-	w.uint(uint64(f.kube))
+	w.Uint(uint64(f.kube))
 	for _, t := range tables {
 		pos := f.orphans[t]
-		w.uint(uint64(len(pos)))
+		w.Uint(uint64(len(pos)))
 		prev := 0
 		for _, p := range pos {
-			w.uint(uint64(p - prev))
+			w.Uint(uint64(p - prev))
 			prev = p
 		}
 	}
@@ -117,28 +118,28 @@ func writeFacts(w *wireWriter, f *dumpFacts, tables []string) {
 // chain is first used. An error wraps errDigestVersion for a digest of
 // another layout and errDigest for one that is damaged or not text's.
 func parseDigested(source, text string, opts ParseOptions, data []byte) (*Ruleset, error) {
-	r := &wireReader{buf: data, text: text}
+	r := newWireReader(data, text)
 	if len(data) < len(digestMagic) || string(data[:len(digestMagic)]) != digestMagic {
 		return nil, fmt.Errorf("%w: it does not start as one", errDigest)
 	}
-	r.pos = len(digestMagic)
-	if v := r.uint(); r.err == nil && v != digestVersion {
+	r.Pos = len(digestMagic)
+	if v := r.Uint(); r.Err == nil && v != digestVersion {
 		return nil, fmt.Errorf("%w (%d; this svctrace reads %d)", errDigestVersion, v, digestVersion)
 	}
-	size, sum := r.uint(), r.uint()
-	if r.err == nil && (size != uint64(len(text)) || sum != uint64(crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(text), len(text))))) {
+	size, sum := r.Uint(), r.Uint()
+	if r.Err == nil && (size != uint64(len(text)) || sum != uint64(crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(text), len(text))))) {
 		return nil, fmt.Errorf("%w: it is of another dump (%d bytes, CRC %08x; this one has %d bytes)", errDigest, size, sum, len(text))
 	}
-	if table, family := r.str(), r.str(); r.err == nil && (table != opts.Table || family != opts.Family) {
+	if table, family := r.Str(), r.Str(); r.Err == nil && (table != opts.Table || family != opts.Family) {
 		return nil, fmt.Errorf("%w: made for table %q, family %q; read with %q, %q", errDigest, table, family, opts.Table, opts.Family)
 	}
-	rs := &Ruleset{Source: source, Backend: r.str(), Family: r.str(), Tables: map[string]*Table{}}
+	rs := &Ruleset{Source: source, Backend: r.Str(), Family: r.Str(), Tables: map[string]*Table{}}
 	rs.Notes = readNotes(r)
 	lz := &lazyState{src: source, opts: opts, family: rs.Family, text: text}
-	for range r.small(64) {
+	for range r.Small(64) {
 		if t := readTable(r, lz); t != nil {
 			if rs.Tables[t.Name] != nil {
-				r.fail("table %s twice", t.Name)
+				r.Fail("table %s twice", t.Name)
 			}
 			rs.Tables[t.Name] = t
 			rs.TableOrder = append(rs.TableOrder, t.Name)
@@ -146,11 +147,9 @@ func parseDigested(source, text string, opts ParseOptions, data []byte) (*Rulese
 	}
 	facts := readFacts(r, rs)
 	late := readNotes(r)
-	if r.err == nil && r.pos != len(data) {
-		r.fail("%d bytes left over", len(data)-r.pos)
-	}
-	if r.err != nil {
-		return nil, r.err
+	r.End()
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	lz.addNotes(late)
 	rs.lazy, rs.facts = []*lazyState{lz}, facts
@@ -158,11 +157,11 @@ func parseDigested(source, text string, opts ParseOptions, data []byte) (*Rulese
 }
 
 func readNotes(r *wireReader) []Note {
-	n := r.small(r.left() / 2)
+	n := r.Small(r.Left() / 2)
 	var out []Note
 	for range n {
-		out = append(out, Note{Line: r.small(len(r.text) + 1), Message: r.str()})
-		if r.err != nil {
+		out = append(out, Note{Line: r.Small(len(r.text) + 1), Message: r.Str()})
+		if r.Err != nil {
 			return nil
 		}
 	}
@@ -172,19 +171,19 @@ func readNotes(r *wireReader) []Note {
 // readLines reads a table's n single lines (see writeTable) into buf.
 func readLines(r *wireReader, buf []lazyLine, n int) []lazyLine {
 	if n > len(buf) {
-		r.fail("%d lines, more than %d", n, len(buf))
+		r.Fail("%d lines, more than %d", n, len(buf))
 		return nil
 	}
 	end, line := 0, 0
 	for i := range n {
 		off := readOffset(r, end)
-		size := r.small(len(r.text) - off)
+		size := r.Small(len(r.text) - off)
 		line = readOffset(r, line)
-		col := r.small(size)
-		if r.err == nil && (off > 0 && r.text[off-1] != '\n' || off+size < len(r.text) && r.text[off+size] != '\n' && r.text[off+size] != '\r') {
-			r.fail("a line at byte %d of the dump that is not one", off)
+		col := r.Small(size)
+		if r.Err == nil && (off > 0 && r.text[off-1] != '\n' || off+size < len(r.text) && r.text[off+size] != '\n' && r.text[off+size] != '\r') {
+			r.Fail("a line at byte %d of the dump that is not one", off)
 		}
-		if r.err != nil {
+		if r.Err != nil {
 			return nil
 		}
 		buf[i] = lazyLine{text: r.text[off : off+size], n: int32(line), col: int32(col)}
@@ -195,29 +194,29 @@ func readLines(r *wireReader, buf []lazyLine, n int) []lazyLine {
 
 func readFacts(r *wireReader, rs *Ruleset) *dumpFacts {
 	f := &dumpFacts{orphans: map[string][]int{}}
-	f.infer.Mode, f.infer.ClusterCIDRs = r.str(), r.strs()
-	f.infer.MasqueradeBit = int32(r.int())
-	f.infer.LocalIface = r.str()
-	f.infer.Evidence = r.strs()
-	n := r.small(r.left() / 5)
+	f.infer.Mode, f.infer.ClusterCIDRs = r.Str(), r.Strs()
+	f.infer.MasqueradeBit = int32(r.Int())
+	f.infer.LocalIface = r.Str()
+	f.infer.Evidence = r.Strs()
+	n := r.Small(r.Left() / 5)
 	f.frontends = make([]behavior.Frontend, 0, n)
 	for range n {
 		var fe behavior.Frontend
-		fe.Key.Kind, fe.Key.IP = behavior.FrontendKind(r.str()), r.str()
-		fe.Key.Port = int32(r.int())
-		fe.Key.Protocol, fe.Service = r.str(), r.str()
-		if r.err != nil {
+		fe.Key.Kind, fe.Key.IP = behavior.FrontendKind(r.Str()), r.Str()
+		fe.Key.Port = int32(r.Int())
+		fe.Key.Protocol, fe.Service = r.Str(), r.Str()
+		if r.Err != nil {
 			return nil
 		}
 		f.frontends = append(f.frontends, fe)
 	}
-	f.kube = r.small(1<<31 - 1)
+	f.kube = r.Small(1<<31 - 1)
 	for _, name := range rs.TableOrder {
 		chains := rs.Tables[name].size()
 		var pos []int
 		prev := 0
-		for range r.small(chains) {
-			prev += r.small(chains - 1 - prev)
+		for range r.Small(chains) {
+			prev += r.Small(chains - 1 - prev)
 			pos = append(pos, prev)
 		}
 		f.orphans[name] = pos

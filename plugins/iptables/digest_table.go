@@ -43,7 +43,7 @@ func chainHash(name string) uint32 {
 // policy is not in the text as it is (a quoted name), which a record
 // cannot tell.
 func writeTable(w *wireWriter, t *Table) bool {
-	w.str(t.Name)
+	w.Str(t.Name)
 	tableLine := 0
 	recs := make([]byte, len(t.order)*recSize)
 	var each []lazyLine
@@ -75,9 +75,9 @@ func writeTable(w *wireWriter, t *Table) bool {
 			binary.LittleEndian.PutUint32(recs[i*recSize+4*f:], v)
 		}
 	}
-	w.uint(uint64(tableLine))
-	w.uint(uint64(len(t.order)))
-	w.buf = append(w.buf, recs...)
+	w.Uint(uint64(tableLine))
+	w.Uint(uint64(len(t.order)))
+	w.Buf = append(w.Buf, recs...)
 	slots := 2
 	for slots < 2*len(t.order) {
 		slots *= 2
@@ -91,18 +91,18 @@ func writeTable(w *wireWriter, t *Table) bool {
 			}
 		}
 	}
-	w.uint(uint64(slots))
+	w.Uint(uint64(slots))
 	for _, v := range table {
-		w.buf = binary.LittleEndian.AppendUint32(w.buf, v)
+		w.Buf = binary.LittleEndian.AppendUint32(w.Buf, v)
 	}
-	w.uint(uint64(len(each)))
+	w.Uint(uint64(len(each)))
 	end, n := 0, 0
 	for _, ln := range each {
 		off, _ := offsetIn(w.text, ln.text)
-		w.int(int64(off - end))
-		w.uint(uint64(len(ln.text)))
-		w.int(int64(int(ln.n) - n))
-		w.uint(uint64(ln.col))
+		w.Int(int64(off - end))
+		w.Uint(uint64(len(ln.text)))
+		w.Int(int64(int(ln.n) - n))
+		w.Uint(uint64(ln.col))
 		end, n = off+len(ln.text), int(ln.n)
 	}
 	return true
@@ -125,25 +125,25 @@ type tableDigest struct {
 }
 
 func readTable(r *wireReader, lz *lazyState) *Table {
-	name, tableLine := r.str(), r.small(len(r.text)+1)
-	count := r.small(r.left() / recSize)
-	if r.err == nil && count*recSize > r.left() {
-		r.fail("%d chains in %d bytes", count, r.left())
+	name, tableLine := r.Str(), r.Small(len(r.text)+1)
+	count := r.Small(r.Left() / recSize)
+	if r.Err == nil && count*recSize > r.Left() {
+		r.Fail("%d chains in %d bytes", count, r.Left())
 	}
-	if r.err != nil {
+	if r.Err != nil {
 		return nil
 	}
 	d := &tableDigest{lz: lz, tableLine: tableLine, count: count, made: make([]*Chain, count)}
-	d.recs, r.pos = r.buf[r.pos:r.pos+count*recSize], r.pos+count*recSize
-	slots := r.small(r.left() / 4)
-	if r.err == nil && (slots == 0 || slots&(slots-1) != 0 || slots < count || 4*slots > r.left()) {
-		r.fail("a hash table of %d slots for %d chains", slots, count)
+	d.recs, r.Pos = r.Buf[r.Pos:r.Pos+count*recSize], r.Pos+count*recSize
+	slots := r.Small(r.Left() / 4)
+	if r.Err == nil && (slots == 0 || slots&(slots-1) != 0 || slots < count || 4*slots > r.Left()) {
+		r.Fail("a hash table of %d slots for %d chains", slots, count)
 	}
-	if r.err != nil {
+	if r.Err != nil {
 		return nil
 	}
-	d.slots, r.pos = r.buf[r.pos:r.pos+4*slots], r.pos+4*slots
-	d.each = make([]lazyLine, r.small(r.left()/4))
+	d.slots, r.Pos = r.Buf[r.Pos:r.Pos+4*slots], r.Pos+4*slots
+	d.each = make([]lazyLine, r.Small(r.Left()/4))
 	d.each = readLines(r, d.each, len(d.each))
 	d.t = &Table{Name: name, dig: d}
 	return d.t
@@ -152,9 +152,9 @@ func readTable(r *wireReader, lz *lazyState) *Table {
 // readOffset reads a position written as its difference from base: a
 // byte offset in the text or a line number.
 func readOffset(r *wireReader, base int) int {
-	v := int64(base) + r.int()
+	v := int64(base) + r.Int()
 	if v < 0 || v > int64(len(r.text)) {
-		r.fail("position %d out of the dump's %d bytes", v, len(r.text))
+		r.Fail("position %d out of the dump's %d bytes", v, len(r.text))
 		return 0
 	}
 	return int(v)
