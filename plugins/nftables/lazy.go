@@ -36,7 +36,7 @@ func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane
 		}
 		// The dump's text is only read, never written: no copy of it.
 		text := unsafe.Slice(unsafe.StringData(d.Text), len(d.Text))
-		rs, doc, err := parseNarrow(dataplane.Origin(ns.Name, d), text)
+		rs, doc, facts, err := readNarrow(dataplane.Origin(ns.Name, d), text, d.Index)
 		if err != nil {
 			return nil, dataplane.NewDumpError(ns.Name, d, 0, 0, "", err)
 		}
@@ -46,6 +46,9 @@ func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane
 		if len(rs.Tables) == 0 || hasFamilyTables(rs, family) {
 			pl := NewPlane(rs, family)
 			pl.deferred = doc
+			if f := facts.of(family); f != nil {
+				pl.frontendsOnce.Do(func() { pl.frontends, pl.frontendNotes = f.frontends, f.notes })
+			}
 			p = pl
 		}
 	}
@@ -75,6 +78,9 @@ type lazyDoc struct {
 	mu     sync.Mutex
 	err    error
 	notes  []Note
+	// given are the elements whose notes are in notes from the start
+	// (a digest's): decoding them again adds none.
+	given map[int]bool
 }
 
 // lazyRules are a chain's undecoded rules.
@@ -92,6 +98,12 @@ type lazyRules struct {
 // full (doc is nil), which also gives the errors of malformed input.
 func parseNarrow(source string, data []byte) (*Ruleset, *lazyDoc, error) {
 	elems, ok := scanDocument(data)
+	return parseScanned(source, data, elems, ok)
+}
+
+// parseScanned is parseNarrow with the elements scanDocument found in
+// data (ok: it was certain of them).
+func parseScanned(source string, data []byte, elems []rawElem, ok bool) (*Ruleset, *lazyDoc, error) {
 	for i := 0; ok && i < len(elems); i++ {
 		// An element the scan could not read (not an object with one
 		// key, a key with an escape), or a rule whose family, table and
@@ -263,7 +275,11 @@ func (doc *lazyDoc) decodeRules(c *Chain) {
 	}
 	if len(p.rs.Notes) > 0 {
 		doc.mu.Lock()
-		doc.notes = append(doc.notes, p.rs.Notes...)
+		for _, n := range p.rs.Notes {
+			if !doc.given[n.at] {
+				doc.notes = append(doc.notes, n)
+			}
+		}
 		doc.mu.Unlock()
 	}
 }

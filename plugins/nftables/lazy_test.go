@@ -32,6 +32,12 @@ func narrowInputs(t *testing.T) map[string]string {
 		`[{"concat": ["10.96.0.10", "tcp", 80]}`, `[{"concat": ["10.96.0.1\u0030", "tcp", 80]}`, 1)
 	for _, c := range captures() {
 		in[c] = string(readCapture(t, c))
+		// A note of a rule that listing the frontends reads (it
+		// consults a NodePort map with elements).
+		const vmap = `"data": "@service-nodeports"}}`
+		if strings.Contains(in[c], vmap) && strings.Contains(c, "v1.36.3") {
+			in[c+", unknown statement"] = strings.Replace(in[c], vmap, vmap+`, {"xyz": {"a": 1}}`, 1)
+		}
 	}
 	files, err := filepath.Glob("../../examples/*.snapshot.yaml")
 	if err != nil {
