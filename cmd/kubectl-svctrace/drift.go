@@ -82,6 +82,7 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	if o.allNodes && o.snapshotFile == "" && !o.helper {
 		return o.runAllNodes(cmd.Context())
 	}
+	collectGarbageLess()
 	o.prepareModel = true
 	s, err := o.snapshot(cmd.Context())
 	if err != nil {
