@@ -113,7 +113,7 @@ func readNarrow(source string, data, index []byte) (*Ruleset, *lazyDoc, *digestF
 	if derr != nil {
 		rs, doc, err := parseNarrow(source, data)
 		if err == nil && !errors.Is(derr, errDigestVersion) {
-			rs.Notes = append(rs.Notes, Note{Text: fmt.Sprintf("%s: the dump's index was not used (%v): the dump was read whole", source, derr)})
+			rs.Notes = append(rs.Notes, Note{Text: fmt.Sprintf("%s: the dump's index was not used (%v): the dump was scanned instead", source, derr)})
 		}
 		return rs, doc, nil, err
 	}
