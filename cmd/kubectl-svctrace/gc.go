@@ -15,7 +15,7 @@ const oneServiceHeapLimit = 512 << 20
 // garbage it will never reuse cost a fifth of its time on a 10,000-Service
 // node. A collector tuned by the user (GOGC, GOMEMLIMIT) is left alone.
 func collectGarbageLate(limit int64) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+	if userTunedGC() {
 		return
 	}
 	debug.SetMemoryLimit(limit)
@@ -34,8 +34,13 @@ const wholeNodeGCPercent = 150
 // time for a few percent more peak memory (200 cut no more time and cost
 // twice the memory). A collector tuned by the user is left alone.
 func collectGarbageLess() {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+	if userTunedGC() {
 		return
 	}
 	debug.SetGCPercent(wholeNodeGCPercent)
+}
+
+// userTunedGC: the user set the collector's target or limit.
+func userTunedGC() bool {
+	return os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != ""
 }

@@ -218,8 +218,8 @@ func (doc *lazyDoc) decodeSet(p *parser, e *rawElem) (any, *lateElems) {
 		return nil, nil
 	}
 	raw := doc.data[e.elemStart:e.elemEnd]
-	var late *lateElems
-	if len(raw) < minLateElems {
+	big := len(raw) >= minLateElems
+	if !big {
 		elems, ok := plainElems(raw, e.kind == "map")
 		if !ok || elems == nil {
 			return nil, nil
@@ -234,10 +234,10 @@ func (doc *lazyDoc) decodeSet(p *parser, e *rawElem) (any, *lateElems) {
 		p.elems = nil
 		return nil, nil
 	}
-	if p.elems == nil {
-		late = readLate(doc, e)
+	if big {
+		return item, readLate(doc, e)
 	}
-	return item, late
+	return item, nil
 }
 
 // decodeRaw decodes one element as Parse's decoder does.
