@@ -31,7 +31,34 @@ func stopNodeRuntime(rt *nodeRuntime) error {
 		// Keep the files under mounts that stay.
 		return errors.Join(append(errs, err)...)
 	}
-	errs = append(errs, os.RemoveAll(rt.dir))
+	errs = append(errs, removeLogLinks(hostLogLinks, rt.podLogs()), os.RemoveAll(rt.dir))
+	return errors.Join(errs...)
+}
+
+// removeLogLinks removes the links in dir that point under target: the ones the node's kubelet
+// made for its containers. Links of anything else stay.
+func removeLogLinks(dir, target string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		to, err := os.Readlink(p)
+		if err != nil || !strings.HasPrefix(to, target+string(os.PathSeparator)) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -108,6 +108,19 @@ func TestLabKubelets(t *testing.T) {
 		if err != nil || !strings.Contains(logs, "serving as "+names[0]) {
 			t.Errorf("kubectl logs %s = %q, %v; want labnet's start line", names[0], logs, err)
 		}
+		// Each node keeps its Pods' logs in its own directory, not in the host's /var/log/pods
+		// where the other node's kubelet would remove them as unknown.
+		for _, name := range names {
+			var found []string
+			for _, n := range l.Nodes() {
+				m, _ := filepath.Glob(filepath.Join(n.runtime.podLogs(), "default_"+name+"_*"))
+				found = append(found, m...)
+			}
+			host, _ := filepath.Glob(filepath.Join("/var/log/pods", "default_"+name+"_*"))
+			if len(found) != 1 || len(host) != 0 {
+				t.Errorf("logs of %s in %v and %v; want one directory under its node's", name, found, host)
+			}
+		}
 		out, err := l.Kubectl(ctx, "exec", names[0], "--", "/labnet", "dial", "tcp", eps[1]+":8080", "--count", "1")
 		if err != nil || !strings.Contains(out, "web-") {
 			t.Errorf("kubectl exec %s -- labnet dial %s:8080 = %q, %v; want the other Pod's name", names[0], eps[1], out, err)
@@ -164,6 +177,9 @@ func TestLabKubelets(t *testing.T) {
 			t.Errorf("namespace %s left behind", n.NetNS)
 		}
 	}
+	if links := logLinksInto(l.prefix); len(links) > 0 {
+		t.Errorf("links to the nodes' logs left in %s: %v", hostLogLinks, links)
+	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -217,4 +233,17 @@ func TestLabKubeProxyDaemonSet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logLinksInto lists the links of the host's container log directory whose target names prefix.
+func logLinksInto(prefix string) []string {
+	entries, _ := os.ReadDir(hostLogLinks)
+	var left []string
+	for _, e := range entries {
+		to, err := os.Readlink(filepath.Join(hostLogLinks, e.Name()))
+		if err == nil && strings.Contains(to, "/"+prefix) {
+			left = append(left, e.Name())
+		}
+	}
+	return left
 }

@@ -20,6 +20,13 @@ type nodeRuntime struct {
 	kubelet    *proc
 }
 
+// podLogs is the node's own root of Pod logs (the kubelet's podLogsDir).
+func (rt *nodeRuntime) podLogs() string { return filepath.Join(rt.dir, "pod-logs") }
+
+// hostLogLinks is where every kubelet links its containers' logs (a path it does not let
+// anyone configure), beside the links of the host's own kubelet if it has one.
+const hostLogLinks = "/var/log/containers"
+
 // containerdConfig is a node's containerd configuration: its paths under dir, the lab's pause
 // image, runc with the cgroupfs driver (the kubelet's), and the CNI configuration of the node.
 func containerdConfig(rt *nodeRuntime) string {

@@ -17,7 +17,9 @@ import (
 // and image garbage collection are off: the nodes share one disk they did not size, and a
 // Pod evicted for another node's use would be a false failure. Swap is tolerated (the host
 // may have some), kernel defaults are not enforced (they are the host's), and no graceful
-// node shutdown is set up (it needs systemd's inhibitor locks).
+// node shutdown is set up (it needs systemd's inhibitor locks). Each node keeps its Pods' logs
+// under its own directory: a kubelet's container GC removes every directory of the logs root
+// whose Pod it does not know, so a shared /var/log/pods would lose the other node's logs.
 func kubeletConfig(l *Lab, n *Node, rt *nodeRuntime, certFile, keyFile string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -59,7 +61,9 @@ imageGCLowThresholdPercent: 99
 localStorageCapacityIsolation: false
 serializeImagePulls: false
 shutdownGracePeriod: 0s
-`, n.IP, certFile, keyFile, l.pki.caFile, rt.cgroupRoot, rt.socket, filepath.Join(rt.dir, "resolv.conf"), n.PodCIDR)
+podLogsDir: %[9]s
+`, n.IP, certFile, keyFile, l.pki.caFile, rt.cgroupRoot, rt.socket, filepath.Join(rt.dir, "resolv.conf"), n.PodCIDR,
+		rt.podLogs())
 }
 
 // startKubelet starts the node's kubelet with its own credentials: a client certificate for

@@ -114,6 +114,9 @@ func TestLabScript(t *testing.T) {
 	if b, _ := exec.Command("pgrep", "-f", "/"+st.Prefix).Output(); len(b) > 0 {
 		t.Errorf("processes left: %s", b)
 	}
+	if links := logLinksInto(st.Prefix); len(links) > 0 {
+		t.Errorf("links to the nodes' logs left in %s: %v", hostLogLinks, links)
+	}
 	if _, err := os.Stat(filepath.Join(state, "state.json")); err == nil {
 		t.Errorf("state left in %s", state)
 	}
