@@ -48,6 +48,7 @@ type Agent struct {
 	opts   Options
 	cs     kubernetes.Interface
 	w      *inspect.Watcher
+	reader *inspect.RuleReader // every check's read of the kernel's rules
 	pokes  chan struct{}
 	status atomic.Pointer[Status]
 
@@ -65,7 +66,7 @@ func New(cs kubernetes.Interface, o Options) (*Agent, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{opts: o, cs: cs, pokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
+	a := &Agent{opts: o, cs: cs, reader: inspect.NewRuleReader(), pokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
 	w, err := inspect.NewWatcher(cs, o.Node, a.poke)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	// what the sync they report wrote.
 	kp := a.readKubeProxy(ctx, c)
 	a.probeAPI(ctx, c)
-	rules := inspect.ReadRules(ctx)
+	rules := a.reader.Read(ctx)
 	cl, err := a.w.Cluster()
 	if err != nil {
 		rules()

@@ -101,6 +101,16 @@ type KernelReader interface {
 	ReadKernel(collector, backend string) (snapshot.Dump, error)
 }
 
+// RepeatedReader is a KernelReader that reads faster for a caller that
+// reads the same network namespace again and again (the node agent):
+// Repeated gives that caller a reader of its own, which may keep from one
+// of its reads to the next what the kernel guarantees cannot have changed
+// in between. Its reads answer exactly as the plane's ReadKernel.
+type RepeatedReader interface {
+	KernelReader
+	Repeated() KernelReader
+}
+
 // ErrNotInKernel is what a KernelReader's read wraps when the kernel has
 // none of the state it reads (IPVS not loaded): there is no dump to take,
 // which is no error, and no tool need be tried instead.

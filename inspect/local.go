@@ -86,13 +86,47 @@ func dumpCommands() []dumpCommand {
 // tool at once, and returns the function that waits for them: a caller
 // lists the API objects meanwhile.
 func ReadRules(ctx context.Context) func() Rules {
+	return (&RuleReader{readers: kernelReaders(false)}).Read(ctx)
+}
+
+// A RuleReader reads the rules of the network namespace the process runs
+// in again and again (the node agent): the planes that read the kernel
+// themselves may keep, from one of its reads to the next, what cannot have
+// changed in between (dataplane.RepeatedReader). Its reads answer as
+// ReadRules does. One read at a time.
+type RuleReader struct {
+	readers []dataplane.KernelReader
+}
+
+// NewRuleReader returns a reader for repeated reads.
+func NewRuleReader() *RuleReader { return &RuleReader{readers: kernelReaders(true)} }
+
+// kernelReaders are the planes that read the kernel themselves; repeated
+// gives those that can their reader for repeated reads.
+func kernelReaders(repeated bool) []dataplane.KernelReader {
+	var readers []dataplane.KernelReader
+	for _, l := range plugins.Loaders() {
+		r, ok := l.(dataplane.KernelReader)
+		if !ok {
+			continue
+		}
+		if rr, ok := r.(dataplane.RepeatedReader); ok && repeated {
+			r = rr.Repeated()
+		}
+		readers = append(readers, r)
+	}
+	return readers
+}
+
+// Read starts a read, as ReadRules does.
+func (rr *RuleReader) Read(ctx context.Context) func() Rules {
 	cmds := dumpCommands()
 	results := make([]chan dumpResult, len(cmds))
 	for i, c := range cmds {
 		results[i] = make(chan dumpResult, 1)
 		go func() {
 			start := time.Now()
-			res := readKernel(ctx, c)
+			res := readKernel(ctx, rr.readers, c)
 			res.took = time.Since(start)
 			results[i] <- res
 		}()
@@ -170,20 +204,18 @@ func runDump(ctx context.Context, c dumpCommand) dumpResult {
 // readKernel reads a dump with the data plane that reads that part of the
 // kernel's state itself (nftables over netlink: in half the time of nft,
 // and already parsed), and with the tool where none does or it fails.
-func readKernel(ctx context.Context, c dumpCommand) dumpResult {
+func readKernel(ctx context.Context, readers []dataplane.KernelReader, c dumpCommand) dumpResult {
 	var readErr error
-	for _, l := range plugins.Loaders() {
-		if r, ok := l.(dataplane.KernelReader); ok {
-			d, err := r.ReadKernel(c.collector, c.backend)
-			if err == nil {
-				return dumpResult{installed: true, dump: &d}
-			}
-			if errors.Is(err, dataplane.ErrNotInKernel) {
-				return dumpResult{} // nothing to read, and no tool would find more
-			}
-			if d.Collector != "" {
-				readErr = err // it stands for the tool, and failed
-			}
+	for _, r := range readers {
+		d, err := r.ReadKernel(c.collector, c.backend)
+		if err == nil {
+			return dumpResult{installed: true, dump: &d}
+		}
+		if errors.Is(err, dataplane.ErrNotInKernel) {
+			return dumpResult{} // nothing to read, and no tool would find more
+		}
+		if d.Collector != "" {
+			readErr = err // it stands for the tool, and failed
 		}
 	}
 	res := runDump(ctx, c)

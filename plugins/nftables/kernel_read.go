@@ -21,12 +21,20 @@ import (
 // reader does not translate gives an error wrapping ErrNotTranslated.
 // netns, when not 0, is a file descriptor of the network namespace to
 // read instead.
-func ReadNetlink(netns int) (*Ruleset, error) { return readNetlink(netns, nil) }
+func ReadNetlink(netns int) (*Ruleset, error) { return readNetlink(netns, nil, nil) }
 
-// readNetlink is ReadNetlink; meanwhile, when set, runs after each read's
-// dumps, before the generation is checked (a test changes the ruleset
-// there).
-func readNetlink(netns int, meanwhile func(attempt int)) (*Ruleset, error) {
+// ReadNetlinkCached is ReadNetlink for a caller that reads the same
+// namespace again and again: the elements of the sets that cannot have
+// changed since the last read with the cache are taken from it (see
+// ElementCache), and the cache keeps this read's.
+func ReadNetlinkCached(netns int, cache *ElementCache) (*Ruleset, error) {
+	return readNetlink(netns, cache, nil)
+}
+
+// readNetlink is ReadNetlink, with a cache when set; meanwhile, when set,
+// runs after each read's dumps, before the generation is checked (a test
+// changes the ruleset there).
+func readNetlink(netns int, cache *ElementCache, meanwhile func(attempt int)) (*Ruleset, error) {
 	cfg := &netlink.Config{NetNS: netns}
 	c, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
 	if err != nil {
@@ -41,7 +49,7 @@ func readNetlink(netns int, meanwhile func(attempt int)) (*Ruleset, error) {
 		if err != nil {
 			return nil, fmt.Errorf("nftables: netlink: %w", err)
 		}
-		k := kernelState{cfg: cfg}
+		k := kernelState{cfg: cfg, cache: cache}
 		if err := k.read(c); err != nil {
 			return nil, fmt.Errorf("nftables: reading over netlink: %w", err)
 		}
@@ -53,6 +61,9 @@ func readNetlink(netns int, meanwhile func(attempt int)) (*Ruleset, error) {
 			return nil, fmt.Errorf("nftables: netlink: %w", err)
 		}
 		if before == after {
+			if cache != nil {
+				cache.keep(&k, k.handles, k.given)
+			}
 			return buildKernel(&k)
 		}
 	}
@@ -94,6 +105,11 @@ type kernelState struct {
 	rules      []kRule
 	objs       []kObj
 	flowtables []kObj
+	// cache, when set, gives the elements of the sets it holds (given
+	// tells which), found by the handles of this read's tables and chains.
+	cache   *ElementCache
+	handles tableHandles
+	given   []bool
 }
 
 func (k *kernelState) read(c *netlink.Conn) error {
@@ -143,6 +159,10 @@ func (k *kernelState) read(c *netlink.Conn) error {
 			return fmt.Errorf("dumping %s: %w", step.what, err)
 		}
 	}
+	if k.cache != nil {
+		k.handles = handlesOf(k)
+		k.given = k.cache.fill(k, k.handles)
+	}
 	return k.readElements(d)
 }
 
@@ -150,7 +170,13 @@ func (k *kernelState) read(c *netlink.Conn) error {
 // (at most 4): each dump is one request, and the kernel's cost is the
 // search for the set.
 func (k *kernelState) readElements(first *dumper) error {
-	workers := min(runtime.GOMAXPROCS(0), 4, len(k.sets))
+	var sets []*kSet
+	for i, s := range k.sets {
+		if k.given == nil || !k.given[i] {
+			sets = append(sets, s)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4, len(sets))
 	conns := []*dumper{first}
 	for len(conns) < workers {
 		c, err := netlink.Dial(unix.NETLINK_NETFILTER, k.cfg)
@@ -168,8 +194,8 @@ func (k *kernelState) readElements(first *dumper) error {
 	var wg sync.WaitGroup
 	for w, c := range conns {
 		wg.Go(func() {
-			for i := w; i < len(k.sets); i += len(conns) {
-				if err := readSetElements(c, k.sets[i]); err != nil {
+			for i := w; i < len(sets); i += len(conns) {
+				if err := readSetElements(c, sets[i]); err != nil {
 					errs[w] = err
 					return
 				}

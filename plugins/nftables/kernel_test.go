@@ -168,7 +168,7 @@ func TestReadKernelChanged(t *testing.T) {
 	}
 	defer f.Close()
 	attempts := 0
-	rs, err := readNetlink(int(f.Fd()), func(attempt int) {
+	rs, err := readNetlink(int(f.Fd()), nil, func(attempt int) {
 		attempts++
 		if attempt == 0 {
 			inNetns(t, ns, "", "nft", "add", "rule", "ip", "t", "c", "ip", "daddr", "10.0.0.2", "drop")
@@ -180,7 +180,7 @@ func TestReadKernelChanged(t *testing.T) {
 	if attempts != 2 || len(rs.Tables[0].Chain("c").Rules) != 2 {
 		t.Errorf("%d reads, %d rules; want 2 reads and the rule added during the first", attempts, len(rs.Tables[0].Chain("c").Rules))
 	}
-	_, err = readNetlink(int(f.Fd()), func(attempt int) {
+	_, err = readNetlink(int(f.Fd()), nil, func(attempt int) {
 		inNetns(t, ns, "", "nft", "add", "rule", "ip", "t", "c", "ip", "daddr", fmt.Sprintf("10.0.1.%d", attempt), "drop")
 	})
 	if err == nil || !strings.Contains(err.Error(), "changed during each") {
