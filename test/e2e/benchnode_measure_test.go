@@ -92,35 +92,41 @@ func (m measurer) run(name, stdoutPath string, argv ...string) benchResult {
 }
 
 // runTimed is run for a command that times its own work and prints it as JSON
-// ({"seconds": ...}, test/e2e/benchagent): the wall time kept is the command's own, of the
-// fastest of repeat runs; the peak RSS is still the whole process's.
-func (m measurer) runTimed(name string, argv ...string) benchResult {
+// ({"seconds": ..., "firstSeconds": ...}, test/e2e/benchagent): the wall times kept are the
+// command's own, of the fastest of repeat runs, of its work (seconds) and, when it tells, of
+// the first time it did it (firstSeconds); the peak RSS is still the whole process's.
+func (m measurer) runTimed(name string, argv ...string) (best, bestFirst benchResult) {
 	m.t.Helper()
 	out := filepath.Join(m.dir, strings.ReplaceAll(name, " ", "_")+".out")
 	once := m
 	once.repeat = 1
-	var best benchResult
 	for i := range max(1, m.repeat) {
 		res := once.run(name, out, argv...)
 		if res.Wall == 0 {
-			return benchResult{}
+			return benchResult{}, benchResult{}
 		}
 		b, err := os.ReadFile(out)
 		if err != nil {
 			m.t.Fatal(err)
 		}
 		var timed struct {
-			Seconds float64 `json:"seconds"`
+			Seconds      float64 `json:"seconds"`
+			FirstSeconds float64 `json:"firstSeconds"`
 		}
 		if err := json.Unmarshal(b, &timed); err != nil || timed.Seconds <= 0 {
 			m.t.Fatalf("%s: no time in its output (%v):\n%s", name, err, headLines(string(b), 5))
 		}
+		first := res
 		res.Wall = time.Duration(timed.Seconds * float64(time.Second))
+		first.Wall = time.Duration(timed.FirstSeconds * float64(time.Second))
 		if i == 0 || res.Wall < best.Wall {
 			best = res
 		}
+		if i == 0 || first.Wall < bestFirst.Wall {
+			bestFirst = first
+		}
 	}
-	return best
+	return best, bestFirst
 }
 
 // buildBenchAgent builds test/e2e/benchagent, the agent's kernel read and analysis.

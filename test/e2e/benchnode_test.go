@@ -104,7 +104,7 @@ func benchNode(t *testing.T, cfg benchConfig, bin, agent string, r *benchRun) {
 	r.SnapshotFile = "node1.snapshot" + cfg.SnapshotExt // no extension: the default format
 	snap := filepath.Join(dir, r.SnapshotFile)
 	r.Results[stepDrift] = m.run("drift", "", bin, "drift", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A")
-	r.Results[stepAnalysis] = m.runTimed("agent", agent, "--objects", objFile, "--node", "node1")
+	r.Results[stepAnalysis], r.Results[stepAnalysisFirst] = m.runTimed("agent", agent, "--objects", objFile, "--node", "node1")
 	r.Results[stepCollect] = m.run("collect", "", bin, "collect", "--local", "--node", "node1", "--kubeconfig", l.Kubeconfig, "-A", "-f", snap)
 	r.Bytes["snapshot"] = fileSize(snap)
 	r.Results[stepDriftSnapshot] = m.run("drift --snapshot", "", bin, "drift", "--snapshot", snap, "--node", "node1", "-A")
