@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/svctrace/svctrace/analysis"
@@ -69,6 +70,7 @@ func run(objects, node, metrics string) error {
 	if err != nil {
 		return err
 	}
+	debug.FreeOSMemory() // as the agent does after each check
 	next, err := check(ctx, reader, c, node, pc)
 	if err != nil {
 		return err
