@@ -48,3 +48,39 @@ func TestDamaged(t *testing.T) {
 		}
 	}
 }
+
+// TestHeader: a header reads back against its dump; another magic, another
+// version, another dump each give their error, and a header cut short is
+// left in Err.
+func TestHeader(t *testing.T) {
+	errVersion := errors.New("index of another version")
+	dump := []byte("*nat\nCOMMIT\n")
+	var w Writer
+	w.Header("test index\n", 2, dump)
+	w.Str("after")
+	r := Reader{Buf: w.Buf, Damaged: errDamaged}
+	if err := r.Header("test index\n", 2, errVersion, dump, "dump"); err != nil || r.Str() != "after" || r.Err != nil {
+		t.Fatalf("header: %v, %v", err, r.Err)
+	}
+	for name, c := range map[string]struct {
+		magic   string
+		version uint64
+		dump    string
+		want    error
+		text    string
+	}{
+		"another magic":   {"other index\n", 2, string(dump), errDamaged, "does not start as one"},
+		"another version": {"test index\n", 3, string(dump), errVersion, "(2; this svctrace reads 3)"},
+		"another dump":    {"test index\n", 2, "*filter\nCOMMIT\n", errDamaged, "it is of another dump (12 bytes"},
+	} {
+		r := Reader{Buf: w.Buf, Damaged: errDamaged}
+		err := r.Header(c.magic, c.version, errVersion, []byte(c.dump), "dump")
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: %v, want %v with %q", name, err, c.want, c.text)
+		}
+	}
+	r = Reader{Buf: w.Buf[:len("test index\n")+1], Damaged: errDamaged}
+	if err := r.Header("test index\n", 2, errVersion, dump, "dump"); err != nil || !errors.Is(r.Err, errDamaged) {
+		t.Errorf("a header cut short: %v, Err %v", err, r.Err)
+	}
+}

@@ -3,7 +3,6 @@ package iptables
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"unsafe"
 
@@ -59,10 +58,7 @@ func digest(rs *Ruleset) ([]byte, error) {
 	st.mu.Unlock()
 
 	w := wireWriter{Writer: wire.Writer{Buf: make([]byte, 0, len(st.text)/16)}, text: st.text}
-	w.Buf = append(w.Buf, digestMagic...)
-	w.Uint(digestVersion)
-	w.Uint(uint64(len(st.text)))
-	w.Uint(uint64(crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(st.text), len(st.text)))))
+	w.Header(digestMagic, digestVersion, unsafe.Slice(unsafe.StringData(st.text), len(st.text)))
 	w.Str(st.opts.Table)
 	w.Str(st.opts.Family)
 	w.Str(rs.Backend)
@@ -119,16 +115,8 @@ func writeFacts(w *wireWriter, f *dumpFacts, tables []string) {
 // another layout and errDigest for one that is damaged or not text's.
 func parseDigested(source, text string, opts ParseOptions, data []byte) (*Ruleset, error) {
 	r := newWireReader(data, text)
-	if len(data) < len(digestMagic) || string(data[:len(digestMagic)]) != digestMagic {
-		return nil, fmt.Errorf("%w: it does not start as one", errDigest)
-	}
-	r.Pos = len(digestMagic)
-	if v := r.Uint(); r.Err == nil && v != digestVersion {
-		return nil, fmt.Errorf("%w (%d; this svctrace reads %d)", errDigestVersion, v, digestVersion)
-	}
-	size, sum := r.Uint(), r.Uint()
-	if r.Err == nil && (size != uint64(len(text)) || sum != uint64(crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(text), len(text))))) {
-		return nil, fmt.Errorf("%w: it is of another dump (%d bytes, CRC %08x; this one has %d bytes)", errDigest, size, sum, len(text))
+	if err := r.Header(digestMagic, digestVersion, errDigestVersion, unsafe.Slice(unsafe.StringData(text), len(text)), "dump"); err != nil {
+		return nil, err
 	}
 	if table, family := r.Str(), r.Str(); r.Err == nil && (table != opts.Table || family != opts.Family) {
 		return nil, fmt.Errorf("%w: made for table %q, family %q; read with %q, %q", errDigest, table, family, opts.Table, opts.Family)

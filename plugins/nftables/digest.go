@@ -3,7 +3,6 @@ package nftables
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"unsafe"
 
@@ -131,10 +130,7 @@ func readNarrow(source string, data, index []byte) (*Ruleset, *lazyDoc, *digestF
 
 func writeDigest(data []byte, elems []rawElem, facts *digestFacts) []byte {
 	w := wire.Writer{Buf: make([]byte, 0, 16*len(elems)+1024)}
-	w.Buf = append(w.Buf, digestMagic...)
-	w.Uint(digestVersion)
-	w.Uint(uint64(len(data)))
-	w.Uint(uint64(crc32.ChecksumIEEE(data)))
+	w.Header(digestMagic, digestVersion, data)
 	// The elements' kinds, families and tables, as indexes into a list.
 	var names []string
 	index := map[string]uint64{}
@@ -217,16 +213,9 @@ func span(start, pos int) uint64 {
 // wraps errDigestVersion for a digest of another layout, errDigest for one
 // that is damaged or of another document.
 func readDigest(index, data []byte) ([]rawElem, *digestFacts, error) {
-	if len(index) < len(digestMagic) || string(index[:len(digestMagic)]) != digestMagic {
-		return nil, nil, fmt.Errorf("%w: it does not start as one", errDigest)
-	}
-	r := &wire.Reader{Buf: index, Pos: len(digestMagic), Damaged: errDigest}
-	if v := r.Uint(); r.Err == nil && v != digestVersion {
-		return nil, nil, fmt.Errorf("%w (%d; this svctrace reads %d)", errDigestVersion, v, digestVersion)
-	}
-	size, sum := r.Uint(), r.Uint()
-	if r.Err == nil && (size != uint64(len(data)) || sum != uint64(crc32.ChecksumIEEE(data))) {
-		return nil, nil, fmt.Errorf("%w: it is of another document (%d bytes, CRC %08x; this one has %d bytes)", errDigest, size, sum, len(data))
+	r := &wire.Reader{Buf: index, Damaged: errDigest}
+	if err := r.Header(digestMagic, digestVersion, errDigestVersion, data, "document"); err != nil {
+		return nil, nil, err
 	}
 	names := r.Strs()
 	elems := readElems(r, names, data)
