@@ -100,7 +100,7 @@ func (h tableHandles) key(s *kSet) (setKey, bool) {
 }
 
 // fill gives the sets of k the cache holds their elements, and tells which
-// sets it gave (the others are read from the kernel).
+// sets it gave (the others are read from the kernel); h are k's handles.
 func (c *ElementCache) fill(k *kernelState, h tableHandles) []bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -139,8 +139,9 @@ func (k *keptSet) stands(s *kSet, chains map[string]uint64) bool {
 }
 
 // keep replaces what the cache holds by the sets of k, a whole read of the
-// ruleset, that it may keep; given are the sets the read took from it.
-func (c *ElementCache) keep(k *kernelState, h tableHandles, given []bool) {
+// ruleset, that it may keep (k.given are those the read took from it).
+func (c *ElementCache) keep(k *kernelState) {
+	h, given := k.handles, k.given
 	c.mu.Lock()
 	old := c.sets
 	c.mu.Unlock()

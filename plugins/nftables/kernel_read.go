@@ -62,7 +62,7 @@ func readNetlink(netns int, cache *ElementCache, meanwhile func(attempt int)) (*
 		}
 		if before == after {
 			if cache != nil {
-				cache.keep(&k, k.handles, k.given)
+				cache.keep(&k)
 			}
 			return buildKernel(&k)
 		}
