@@ -2,12 +2,12 @@ package inspect
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/svctrace/svctrace/snapshot"
@@ -20,29 +20,58 @@ const DefaultKubeProxyMetricsAddress = "127.0.0.1:10249"
 var buildInfoRE = regexp.MustCompile(`^kubernetes_build_info\{.*git_version="([^"]+)"`)
 
 // ProxyConfigFromConfigz asks the kube-proxy on this node for its running
-// configuration (/configz) and version (kubernetes_build_info in /metrics).
+// configuration (/configz) and version (kubernetes_build_info in /metrics),
+// both at once.
 func ProxyConfigFromConfigz(ctx context.Context, addr string) (snapshot.ProxyConfig, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
+	metricsDone := make(chan string, 1)
+	go func() {
+		version := ""
+		if metrics, err := get(ctx, "http://"+addr+"/metrics"); err == nil {
+			sc := bufio.NewScanner(bytes.NewReader(metrics))
+			for sc.Scan() {
+				if m := buildInfoRE.FindStringSubmatch(sc.Text()); m != nil {
+					version = m[1]
+					break
+				}
+			}
+		}
+		metricsDone <- version
+	}()
 	body, err := get(ctx, "http://"+addr+"/configz")
 	if err != nil {
+		cancel()
+		<-metricsDone
 		return snapshot.ProxyConfig{}, fmt.Errorf("reading kube-proxy /configz at %s: %w", addr, err)
 	}
 	pc, err := ParseKubeProxyConfiguration(body)
+	version := <-metricsDone
 	if err != nil {
 		return snapshot.ProxyConfig{}, fmt.Errorf("kube-proxy /configz at %s: %w", addr, err)
 	}
 	pc.Source = "configz"
-	if metrics, err := get(ctx, "http://"+addr+"/metrics"); err == nil {
-		sc := bufio.NewScanner(strings.NewReader(string(metrics)))
-		for sc.Scan() {
-			if m := buildInfoRE.FindStringSubmatch(sc.Text()); m != nil {
-				pc.Version = m[1]
-				break
-			}
-		}
-	}
+	pc.Version = version
 	return pc, nil
+}
+
+// StartProxyConfigFromConfigz starts ProxyConfigFromConfigz and returns
+// the function that waits for its answer: a caller lists the API objects
+// meanwhile.
+func StartProxyConfigFromConfigz(ctx context.Context, addr string) func() (snapshot.ProxyConfig, error) {
+	type answer struct {
+		pc  snapshot.ProxyConfig
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		pc, err := ProxyConfigFromConfigz(ctx, addr)
+		done <- answer{pc, err}
+	}()
+	return func() (snapshot.ProxyConfig, error) {
+		a := <-done
+		return a.pc, a.err
+	}
 }
 
 func get(ctx context.Context, url string) ([]byte, error) {

@@ -236,20 +236,10 @@ func CollectLocal(ctx context.Context, node string, opts LocalOptions) (snapshot
 	if wait == nil {
 		wait = ReadRules(ctx)
 	}
-	rules := wait()
-	if opts.OnRead != nil {
-		for _, r := range rules.Reads {
-			opts.OnRead(r)
-		}
-	}
-	notes := rules.Notes
-	if rules.Err != nil {
-		return ns, notes, rules.Err
-	}
-	ns.Dumps = rules.Dumps
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return ns, notes, fmt.Errorf("listing local addresses: %w", err)
+		wait()
+		return ns, nil, fmt.Errorf("listing local addresses: %w", err)
 	}
 	for _, a := range addrs {
 		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
@@ -264,17 +254,40 @@ func CollectLocal(ctx context.Context, node string, opts LocalOptions) (snapshot
 			}
 		}
 	}
-	start := time.Now()
-	ct, note, err := collectConntrack(ctx, opts)
+	// The conntrack table is read while the rules are.
+	type ctResult struct {
+		dump snapshot.Dump
+		note string
+		err  error
+		took time.Duration
+	}
+	ctDone := make(chan ctResult, 1)
+	go func() {
+		start := time.Now()
+		var r ctResult
+		r.dump, r.note, r.err = collectConntrack(ctx, opts)
+		r.took = time.Since(start)
+		ctDone <- r
+	}()
+	rules := wait()
+	ct := <-ctDone
 	if opts.OnRead != nil {
-		opts.OnRead(Read{Collector: snapshot.CollectorConntrack, Duration: time.Since(start), Err: err})
+		for _, r := range rules.Reads {
+			opts.OnRead(r)
+		}
+		opts.OnRead(Read{Collector: snapshot.CollectorConntrack, Duration: ct.took, Err: ct.err})
 	}
-	if err != nil {
-		return ns, notes, err
+	notes := rules.Notes
+	if rules.Err != nil {
+		return ns, notes, rules.Err
 	}
-	ns.Dumps = append(ns.Dumps, ct)
-	if note != "" {
-		notes = append(notes, note)
+	ns.Dumps = rules.Dumps
+	if ct.err != nil {
+		return ns, notes, ct.err
+	}
+	ns.Dumps = append(ns.Dumps, ct.dump)
+	if ct.note != "" {
+		notes = append(notes, ct.note)
 	}
 	return ns, notes, nil
 }

@@ -243,14 +243,16 @@ func (o *commonOptions) pickNode(s *snapshot.Snapshot) error {
 func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 		Metadata: snapshot.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + version}}
-	// The kernel's rules are read while the API objects are listed; from
-	// a workstation, the node's are read through its agent after.
+	// The kernel's rules and kube-proxy's /configz are read while the API
+	// objects are listed; from a workstation, the node's state is read
+	// through its agent after.
 	var rules func() inspect.Rules
 	var pc snapshot.ProxyConfig
 	pcErr := errors.New("kube-proxy's /configz is read on the node")
+	configz := func() (snapshot.ProxyConfig, error) { return pc, pcErr }
 	if o.local {
 		rules = inspect.ReadRules(ctx)
-		pc, pcErr = inspect.ProxyConfigFromConfigz(ctx, o.proxyMetrics)
+		configz = inspect.StartProxyConfigFromConfigz(ctx, o.proxyMetrics)
 	}
 	if o.objectsFile != "" {
 		c, notes, err := decodeObjectsFile(o.objectsFile)
@@ -259,6 +261,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		}
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
+		pc, pcErr = configz()
 	} else {
 		cs, err := o.clientset()
 		if err != nil {
@@ -272,7 +275,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		}
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
-		if o.local && pcErr != nil {
+		if pc, pcErr = configz(); o.local && pcErr != nil {
 			// The running kube-proxy's /configz beats the ConfigMap,
 			// which flags on its command line may override.
 			var note string
