@@ -59,6 +59,8 @@ const (
 	goalDriftVsFullSync        = 0.25
 	goalDriftVsListAndDump     = 1.5
 	goalExplain                = 100 * time.Millisecond
+	// goalScale is the node size the issue states most goals for.
+	goalScale = 10000
 	// goalGrowthPer10x is the growth allowed for ten times the Services (1k → 10k: 11×).
 	goalGrowthPer10x = 11.0
 )
@@ -144,7 +146,10 @@ the time of a read of the kernel's state (every dump tool, addresses, conntrack)
 check of every Service, twice with one reader as the agent reads again and again (the next
 read takes from the one before what the kernel cannot have changed: in nftables mode, the
 elements of the anonymous sets of rules it finds again); the goals are the next read's. Its
-peak RSS is the whole process's, both reads and the decoding included.
+peak RSS is the whole process's, both reads and the decoding included. Goals marked "at 10k" are
+stated by issue 9 for a node of 10,000 Services, where a kube-proxy sync takes seconds; a smaller
+run shows the same ratio for reference (at 1,000 Services the kernel dump and the listing alone
+take most of a quarter of kube-proxy's sync).
 `
 
 func modeTitle(r benchRun) string {
@@ -191,43 +196,57 @@ func writeGoalTable(b *strings.Builder, rs []benchRun) {
 	if rs[0].Mode == "nftables" {
 		limit = goalAnalysisVsDumpNFTables
 	}
+	// atScale: the issue states the goal for a node of goalScale Services;
+	// a smaller run shows the same ratio, for reference, without a verdict.
 	type goal struct {
 		name, target string
-		cell         func(r benchRun) string
+		atScale      bool
+		cell         func(r benchRun) (v, limit float64, format func(float64) string, ok bool)
+	}
+	ratio := func(num, den string, limit float64, rss bool) func(r benchRun) (float64, float64, func(float64) string, bool) {
+		return func(r benchRun) (float64, float64, func(float64) string, bool) {
+			v, ok := stepRatio(r, num, den, rss)
+			return v, limit, formatRatio, ok
+		}
 	}
 	goals := []goal{
-		{"kernel read + analysis vs dump, time", "≤ " + formatRatio(limit), func(r benchRun) string {
-			return ratioCell(r, stepAnalysis, stepDump, limit, false)
-		}},
-		{"kernel read + analysis vs dump, peak RSS", "≤ " + formatRatio(goalAnalysisRSSVsDump), func(r benchRun) string {
-			return ratioCell(r, stepAnalysis, stepDump, goalAnalysisRSSVsDump, true)
-		}},
-		{"`drift --local` vs kube-proxy's full sync", "≤ " + formatRatio(goalDriftVsFullSync), func(r benchRun) string {
-			return ratioCell(r, stepDrift, stepFullSync, goalDriftVsFullSync, false)
-		}},
-		{"`drift --local` vs listing + dump", "≤ " + formatRatio(goalDriftVsListAndDump), func(r benchRun) string {
-			d, ok1 := r.result(stepDrift)
-			l, ok2 := r.result(stepList)
-			k, ok3 := r.result(stepDump)
-			if !ok1 || !ok2 || !ok3 {
-				return "n/a"
-			}
-			return benchVerdict(float64(d.Wall)/float64(l.Wall+k.Wall), goalDriftVsListAndDump, formatRatio)
-		}},
-		{"`explain` from the snapshot", fmt.Sprintf("≤ %d ms", goalExplain.Milliseconds()), func(r benchRun) string {
-			e, ok := r.result(stepExplain)
-			if !ok {
-				return "n/a"
-			}
-			return benchVerdict(float64(e.Wall), float64(goalExplain), func(f float64) string {
-				return fmt.Sprintf("%d ms", time.Duration(f).Milliseconds())
-			})
-		}},
+		{"kernel read + analysis vs dump, time", "≤ " + formatRatio(limit), true,
+			ratio(stepAnalysis, stepDump, limit, false)},
+		{"kernel read + analysis vs dump, peak RSS", "≤ " + formatRatio(goalAnalysisRSSVsDump), true,
+			ratio(stepAnalysis, stepDump, goalAnalysisRSSVsDump, true)},
+		{"`drift --local` vs kube-proxy's full sync", "≤ " + formatRatio(goalDriftVsFullSync), true,
+			ratio(stepDrift, stepFullSync, goalDriftVsFullSync, false)},
+		{"`drift --local` vs listing + dump", "≤ " + formatRatio(goalDriftVsListAndDump), false,
+			func(r benchRun) (float64, float64, func(float64) string, bool) {
+				d, ok1 := r.result(stepDrift)
+				l, ok2 := r.result(stepList)
+				k, ok3 := r.result(stepDump)
+				return float64(d.Wall) / float64(l.Wall+k.Wall), goalDriftVsListAndDump, formatRatio, ok1 && ok2 && ok3
+			}},
+		{"`explain` from the snapshot", fmt.Sprintf("≤ %d ms", goalExplain.Milliseconds()), true,
+			func(r benchRun) (float64, float64, func(float64) string, bool) {
+				e, ok := r.result(stepExplain)
+				return float64(e.Wall), float64(goalExplain), func(f float64) string {
+					return fmt.Sprintf("%d ms", time.Duration(f).Milliseconds())
+				}, ok
+			}},
 	}
 	for _, g := range goals {
-		row := []string{g.name, g.target}
+		name := g.name
+		if g.atScale {
+			name += " (at " + shortCount(goalScale) + ")"
+		}
+		row := []string{name, g.target}
 		for _, r := range rs {
-			row = append(row, g.cell(r))
+			v, lim, format, ok := g.cell(r)
+			switch {
+			case !ok:
+				row = append(row, "n/a")
+			case g.atScale && r.Services < goalScale:
+				row = append(row, format(v)+" (reference)")
+			default:
+				row = append(row, benchVerdict(v, lim, format))
+			}
 		}
 		benchRow(b, row)
 	}
@@ -287,20 +306,21 @@ func formatGrowth(small, large benchRun, step string) string {
 	return out
 }
 
-// ratioCell is num/den of time (or of peak RSS) with its verdict against limit.
-func ratioCell(r benchRun, num, den string, limit float64, rss bool) string {
+// stepRatio is num/den of time (or of peak RSS); ok is false when either
+// is missing.
+func stepRatio(r benchRun, num, den string, rss bool) (float64, bool) {
 	n, ok1 := r.result(num)
 	d, ok2 := r.result(den)
 	if !ok1 || !ok2 {
-		return "n/a"
+		return 0, false
 	}
 	if rss {
 		if n.MaxRSSKiB <= 0 || d.MaxRSSKiB <= 0 {
-			return "n/a"
+			return 0, false
 		}
-		return benchVerdict(float64(n.MaxRSSKiB)/float64(d.MaxRSSKiB), limit, formatRatio)
+		return float64(n.MaxRSSKiB) / float64(d.MaxRSSKiB), true
 	}
-	return benchVerdict(float64(n.Wall)/float64(d.Wall), limit, formatRatio)
+	return float64(n.Wall) / float64(d.Wall), true
 }
 
 func benchVerdict(v, limit float64, format func(float64) string) string {

@@ -31,7 +31,7 @@ func TestFormatBenchReport(t *testing.T) {
 	large := benchTestRun("iptables", 10000, 12) // drift and analysis grow 12×: growth not met
 	large.Results[stepExplain] = benchResult{Wall: 150 * time.Millisecond, MaxRSSKiB: 40 * 1024}
 	delete(large.Results, stepCollect) // a step that failed
-	nft := benchTestRun("nftables", 1000, 1)
+	nft := benchTestRun("nftables", 10000, 1)
 	nft.DumpCommand = "nft -j list ruleset"
 
 	out := formatBenchReport("2 CPUs (test)", []benchRun{large, nft, small})
@@ -47,12 +47,13 @@ func TestFormatBenchReport(t *testing.T) {
 		"| kernel read + analysis, objects in memory, the agent's next read (test/e2e/benchagent) | 1.40 s, 250 MiB | 16.8 s, 3000 MiB | 12×, 12× |\n",
 		"| the same, the agent's first read | 2.00 s, 250 MiB | 24.0 s, 3000 MiB | 12×, 12× |\n",
 		"| `explain NS/NAME --snapshot FILE` (one Service) | 0.080 s | 0.15 s, 40 MiB | 1.9× |\n",
-		// goals per size: 1.4× of the dump meets iptables' 1.5×, 2.5× RSS does not meet 2×
-		"| kernel read + analysis vs dump, time | ≤ 1.5× | 1.4× met | 1.4× met |\n",
-		"| kernel read + analysis vs dump, peak RSS | ≤ 2.0× | 2.5× not met | 2.5× not met |\n",
-		"| `drift --local` vs kube-proxy's full sync | ≤ 0.25× | 0.33× not met | 0.33× not met |\n",
+		// goals: 1.4× of the dump meets iptables' 1.5×, 2.5× RSS does not meet 2×; the goals
+		// stated at 10k are judged there only
+		"| kernel read + analysis vs dump, time (at 10k) | ≤ 1.5× | 1.4× (reference) | 1.4× met |\n",
+		"| kernel read + analysis vs dump, peak RSS (at 10k) | ≤ 2.0× | 2.5× (reference) | 2.5× not met |\n",
+		"| `drift --local` vs kube-proxy's full sync (at 10k) | ≤ 0.25× | 0.33× (reference) | 0.33× not met |\n",
 		"| `drift --local` vs listing + dump | ≤ 1.5× | 1.3× met | 1.3× met |\n",
-		"| `explain` from the snapshot | ≤ 100 ms | 80 ms met | 150 ms not met |\n",
+		"| `explain` from the snapshot (at 10k) | ≤ 100 ms | 80 ms (reference) | 150 ms not met |\n",
 		"| linear growth, 1,000 → 10,000 Services | target | time | memory |  |\n",
 		"| `drift --local -A` | ≤ 11× | 12× | 12× | not met |\n",
 		"| `explain NS/NAME --snapshot FILE` (one Service) | ≤ 11× | 1.9× | n/a | met |\n",
@@ -61,7 +62,7 @@ func TestFormatBenchReport(t *testing.T) {
 		// nftables: its own table, a stricter goal (1.4× of the dump is not ≤ 1.0×), no growth table
 		"nftables mode, kube-proxy v1.36.3, one node, Services × 10 endpoints:\n",
 		"| kernel dump (`nft -j list ruleset`) | 1.00 s, 100 MiB |\n",
-		"| kernel read + analysis vs dump, time | ≤ 1.0× | 1.4× not met |\n",
+		"| kernel read + analysis vs dump, time (at 10k) | ≤ 1.0× | 1.4× not met |\n",
 		"\nHow: every command runs in node1's network namespace",
 	} {
 		if !strings.Contains(out, want) {
