@@ -249,7 +249,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 	var rules func() inspect.Rules
 	var pc snapshot.ProxyConfig
 	pcErr := errors.New("kube-proxy's /configz is read on the node")
-	configz := func() (snapshot.ProxyConfig, error) { return pc, pcErr }
+	var configz func() (snapshot.ProxyConfig, error)
 	if o.local {
 		rules = inspect.ReadRules(ctx)
 		configz = inspect.StartProxyConfigFromConfigz(ctx, o.proxyMetrics)
@@ -261,7 +261,9 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		}
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
-		pc, pcErr = configz()
+		if configz != nil {
+			pc, _ = configz() // no ConfigMap to fall back on: the settings are inferred
+		}
 	} else {
 		cs, err := o.clientset()
 		if err != nil {
@@ -275,7 +277,10 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		}
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
-		if pc, pcErr = configz(); o.local && pcErr != nil {
+		if configz != nil {
+			pc, pcErr = configz()
+		}
+		if o.local && pcErr != nil {
 			// The running kube-proxy's /configz beats the ConfigMap,
 			// which flags on its command line may override.
 			var note string
