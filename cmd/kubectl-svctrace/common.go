@@ -248,7 +248,6 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 	// through its agent after.
 	var rules func() inspect.Rules
 	var pc snapshot.ProxyConfig
-	pcErr := errors.New("kube-proxy's /configz is read on the node")
 	var configz func() (snapshot.ProxyConfig, error)
 	if o.local {
 		rules = inspect.ReadRules(ctx)
@@ -261,7 +260,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		}
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
-		if configz != nil {
+		if o.local {
 			pc, _ = configz() // no ConfigMap to fall back on: the settings are inferred
 		}
 	} else {
@@ -277,18 +276,18 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		}
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
-		if configz != nil {
-			pc, pcErr = configz()
-		}
-		if o.local && pcErr != nil {
+		if o.local {
 			// The running kube-proxy's /configz beats the ConfigMap,
 			// which flags on its command line may override.
-			var note string
-			if pc, note, err = inspect.ProxyConfigFromAPI(ctx, cs); err != nil {
-				return nil, err
-			}
-			if note != "" {
-				s.Metadata.Notes = append(s.Metadata.Notes, note)
+			var pcErr error
+			if pc, pcErr = configz(); pcErr != nil {
+				var note string
+				if pc, note, err = inspect.ProxyConfigFromAPI(ctx, cs); err != nil {
+					return nil, err
+				}
+				if note != "" {
+					s.Metadata.Notes = append(s.Metadata.Notes, note)
+				}
 			}
 		}
 	}
