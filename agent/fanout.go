@@ -21,8 +21,9 @@ type NodeReport struct {
 	Err   error
 }
 
-// ReadReports asks the agent on each node for its report, through the API
-// server (exec of "agent report" in the agent's Pod), many nodes at once.
+// ReadReports asks the agent on each node for its report, through its
+// authenticated API (the caller needs get of nodes/svctrace), many nodes at
+// once.
 // A node that cannot be read has its error, and the others are read.
 func ReadReports(ctx context.Context, r inspect.Remote, nodes []string, o inspect.FanOut) []NodeReport {
 	out := make([]NodeReport, len(nodes))
@@ -39,7 +40,7 @@ func readReport(ctx context.Context, r inspect.Remote, node string, timeout time
 		nr.Err = err
 		return nr
 	}
-	data, err := r.Exec(ctx, pod, inspect.AgentContainer, []string{inspect.AgentBinary, "agent", "report"}, nil)
+	data, err := r.AgentReport(ctx, pod)
 	nr.Bytes = len(data)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		nr.Err = fmt.Errorf("no answer from the agent Pod %s within %v", pod.Name, timeout)

@@ -18,13 +18,16 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 
+	"github.com/svctrace/svctrace/nodeapi"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
-// From a workstation, a node's state is read by a Pod on the node: the
-// node agent's (deploy/agent.yaml), through the API server as kubectl exec
-// does, so that its authentication, authorization and audit apply. The
-// command run there is svctrace's own (node-state, agent report).
+// From a workstation, a node's state is read from the node agent
+// (deploy/agent.yaml) through its API (package nodeapi): the agent
+// authenticates the caller and asks the API server whether they may read
+// (or repair) the node, so reading needs no pods/exec. A helper Pod
+// (--helper-pod), where no agent runs, is read with exec through the API
+// server as kubectl exec does.
 
 // Where the agent runs, as deploy/agent.yaml deploys it.
 const (
@@ -53,7 +56,7 @@ func (r Remote) AgentPod(ctx context.Context, node string) (*corev1.Pod, error) 
 	pods, err := r.Client.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: AgentSelector,
 		FieldSelector: "spec.nodeName=" + node})
 	if apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("node %s: cannot list the agent's Pods in namespace %s (forbidden by RBAC: the CLI needs get and list of pods, and create of pods/exec, there; deploy/cli-rbac.yaml has the roles): %w", node, AgentNamespace, err)
+		return nil, fmt.Errorf("node %s: cannot list the agent's Pods in namespace %s (forbidden by RBAC: the CLI needs get and list of pods there; the svctrace-user roles of deploy/cli-rbac.yaml have it): %w", node, AgentNamespace, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("node %s: finding the agent's Pod: %w", node, err)
@@ -116,14 +119,22 @@ func (r Remote) exec(ctx context.Context, pod *corev1.Pod, container string, arg
 
 // NodeState reads the kernel state of the node a Pod runs on, as
 // CollectLocal does there (svctrace's node-state command), keeping the
-// conntrack entries to the addresses dst; bytes is how much was read.
+// conntrack entries to the addresses dst; bytes is how much was read. The
+// agent's Pod is asked through its API; a helper Pod runs the command
+// through exec.
 func (r Remote) NodeState(ctx context.Context, pod *corev1.Pod, container, node string, dst []netip.Addr) (snapshot.NodeState, []string, int, error) {
-	var in strings.Builder
-	for _, a := range dst {
-		in.WriteString(a.String())
-		in.WriteByte('\n')
+	var out []byte
+	var err error
+	if container == AgentContainer {
+		out, err = r.agentNodeState(ctx, pod, dst)
+	} else {
+		var in strings.Builder
+		for _, a := range dst {
+			in.WriteString(a.String())
+			in.WriteByte('\n')
+		}
+		out, err = r.Exec(ctx, pod, container, []string{AgentBinary, "node-state", "--node", node, "--conntrack-dst-stdin"}, strings.NewReader(in.String()))
 	}
-	out, err := r.Exec(ctx, pod, container, []string{AgentBinary, "node-state", "--node", node, "--conntrack-dst-stdin"}, strings.NewReader(in.String()))
 	if err != nil {
 		return snapshot.NodeState{}, nil, 0, fmt.Errorf("node %s: reading its state: %w", node, err)
 	}
@@ -135,6 +146,18 @@ func (r Remote) NodeState(ctx context.Context, pod *corev1.Pod, container, node 
 		return snapshot.NodeState{}, nil, len(out), fmt.Errorf("node %s: Pod %s/%s sent the state of %d nodes, not of %s", node, pod.Namespace, pod.Name, len(s.Nodes), node)
 	}
 	return s.Nodes[0], s.Metadata.Notes, len(out), nil
+}
+
+func (r Remote) agentNodeState(ctx context.Context, pod *corev1.Pod, dst []netip.Addr) ([]byte, error) {
+	c, err := nodeapi.NewNodeClient(r.Config, pod)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, len(dst))
+	for i, a := range dst {
+		addrs[i] = a.String()
+	}
+	return c.NodeState(ctx, addrs)
 }
 
 // AgentNodes are the nodes agent Pods run on, sorted.

@@ -2,29 +2,55 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
-	utilexec "k8s.io/client-go/util/exec"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/svctrace/nodeapi"
 )
 
-// RunOnNode runs svctrace with args in the agent's Pod on node, as the
-// CLI would on the node itself, and returns its standard output and
-// error and its exit code (a non-zero exit is no error: it is the
-// command's answer).
-func (r Remote) RunOnNode(ctx context.Context, node string, args ...string) (stdout, stderr string, code int, err error) {
+// The repairs a workstation asks a node's agent for, through its API: the
+// agent runs them only for a caller the API server lets update the node's
+// nodes/svctrace (the svctrace-repair role).
+
+// ApplyRules asks the agent on node for reconcile rules --apply, and
+// returns what it printed and its exit code (a non-zero exit is no error:
+// it is the command's answer).
+func (r Remote) ApplyRules(ctx context.Context, node string, req nodeapi.RulesRequest) (nodeapi.RunResult, error) {
+	c, err := r.agentClient(ctx, node)
+	if err != nil {
+		return nodeapi.RunResult{}, err
+	}
+	return c.Rules(ctx, req)
+}
+
+// RollbackRules asks the agent on node for reconcile rollback of a backup
+// kept there.
+func (r Remote) RollbackRules(ctx context.Context, node, backup string) (nodeapi.RunResult, error) {
+	c, err := r.agentClient(ctx, node)
+	if err != nil {
+		return nodeapi.RunResult{}, err
+	}
+	return c.Rollback(ctx, nodeapi.RollbackRequest{Backup: backup})
+}
+
+// AgentReport asks the agent in pod for its report (JSON).
+func (r Remote) AgentReport(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
+	c, err := nodeapi.NewNodeClient(r.Config, pod)
+	if err != nil {
+		return nil, err
+	}
+	return c.Report(ctx)
+}
+
+func (r Remote) agentClient(ctx context.Context, node string) (*nodeapi.NodeClient, error) {
 	pod, err := r.AgentPod(ctx, node)
 	if err != nil {
-		return "", "", 0, err
+		return nil, err
 	}
-	out, errOut, err := r.exec(ctx, pod, AgentContainer, append([]string{AgentBinary}, args...), nil)
-	var exitErr utilexec.ExitError
-	if errors.As(err, &exitErr) {
-		return string(out), string(errOut), exitErr.ExitStatus(), nil
-	}
+	c, err := nodeapi.NewNodeClient(r.Config, pod)
 	if err != nil {
-		return "", "", 0, fmt.Errorf("node %s: svctrace %s in Pod %s/%s: %w", node, strings.Join(args, " "), pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("node %s: %w", node, err)
 	}
-	return string(out), string(errOut), 0, nil
+	return c, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,23 +19,29 @@ import (
 
 	"github.com/svctrace/svctrace/agent"
 	"github.com/svctrace/svctrace/exporter"
+	"github.com/svctrace/svctrace/nodeapi"
+	"github.com/svctrace/svctrace/reconcile"
 )
 
 // defaultAgentAddress is where the agent serves its metrics and health.
 const defaultAgentAddress = ":9859"
+
+// defaultAPIAddress is where the agent serves its authenticated API.
+var defaultAPIAddress = fmt.Sprintf(":%d", nodeapi.DefaultPort)
 
 type agentOptions struct {
 	genericiooptions.IOStreams
 	configFlags *genericclioptions.ConfigFlags
 	opts        agent.Options
 	listen      string
+	apiAddress  string
 	socket      string
 	exporter    exporter.Options
 }
 
 func newAgentCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &agentOptions{IOStreams: streams, configFlags: genericclioptions.NewConfigFlags(true),
-		opts: agent.DefaultOptions(os.Getenv("NODE_NAME")), listen: defaultAgentAddress, socket: agent.DefaultSocket}
+		opts: agent.DefaultOptions(os.Getenv("NODE_NAME")), listen: defaultAgentAddress, apiAddress: defaultAPIAddress, socket: agent.DefaultSocket}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: check this node for drift continuously and export it to Prometheus",
@@ -52,8 +59,13 @@ then it is a pending finding. A kube-proxy that has not synced for
 It serves /metrics (svctrace_* metrics of the last check; a scrape never reads
 the kernel), /livez, /readyz (the objects listed and a check done) and a
 landing page at /. Its full report (findings with their rules and client
-addresses) is served only on a Unix socket in its Pod (--socket), which
-"agent report" reads: the CLI runs that in the Pod through the API server.`,
+addresses), the node's state and the repairs are served on its API
+(--api-address, TLS): it authenticates each caller (a client certificate of
+the cluster's client CA, or a bearer token it has the API server review) and
+asks the API server whether they may "get" (read) or "update" (repair) the
+virtual resource nodes/svctrace of this node. It publishes its certificate's
+SHA-256 on its Pod ($POD_NAMESPACE/$POD_NAME), which the CLI pins. The report
+is also served on a Unix socket in its Pod (--socket) for "agent report".`,
 		Example: `  # On a node, as root, with the node's name
   kubectl-svctrace agent --node "$(hostname)" --kubeconfig /etc/kubernetes/kubelet.conf`,
 		Args: cobra.NoArgs,
@@ -75,6 +87,7 @@ addresses) is served only on a Unix socket in its Pod (--socket), which
 	f.DurationVar(&o.opts.Grace, "grace-period", o.opts.Grace, "A difference that lasts this long is drift whatever kube-proxy's metrics say")
 	f.DurationVar(&o.opts.StallAfter, "stall-after", o.opts.StallAfter, "Report kube-proxy as stalled when changes have waited this long for a sync")
 	f.StringVar(&o.opts.KubeProxyMetrics, "kube-proxy-metrics-address", o.opts.KubeProxyMetrics, "Where the node's kube-proxy serves /metrics and /configz")
+	f.StringVar(&o.apiAddress, "api-address", o.apiAddress, "Where to serve the authenticated node API, TLS (\"\": none)")
 	f.StringVar(&o.socket, "socket", o.socket, "Unix socket to serve the full report on (\"\": none)")
 	f.BoolVar(&o.exporter.EndpointLabels, "endpoint-labels", false, "Also export findings per endpoint (svctrace_endpoint_drift_findings): one series per endpoint with findings")
 	cmd.AddCommand(newAgentReportCommand(streams))
@@ -139,6 +152,17 @@ func (o *agentOptions) run(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving", "address", ln.Addr().String(), "node", o.opts.Node)
+	apiErr := make(chan error, 1)
+	if o.apiAddress != "" {
+		addr, err := nodeapi.Start(ctx, cs, nodeapi.Options{Node: o.opts.Node, Address: o.apiAddress,
+			PodNamespace: os.Getenv("POD_NAMESPACE"), PodName: os.Getenv("POD_NAME"), BackupDir: reconcile.DefaultBackupDir,
+			Report: func() ([]byte, error) { return json.Marshal(agent.ReportOf(a.Status())) }, Log: log}, apiErr)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		log.Info("serving the node API", "address", addr.String())
+	}
 	if o.socket != "" {
 		go func() {
 			if err := agent.ServeSocket(ctx, o.socket, a.Status); err != nil {
@@ -153,6 +177,11 @@ func (o *agentOptions) run(ctx context.Context) error {
 		stop()
 		<-ran
 		return fmt.Errorf("serving metrics: %w", err)
+	case err = <-apiErr:
+		stop()
+		<-ran
+		_ = srv.Close()
+		return err
 	case err = <-ran:
 	}
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -54,16 +54,18 @@ Exit codes: 0 restored, 2 error.`,
 	return cmd
 }
 
-// rollbackThroughAgent runs the rollback in the node's agent Pod.
+// rollbackThroughAgent asks the node's agent, through its API, for the
+// rollback of a backup it keeps.
 func rollbackThroughAgent(ctx context.Context, o *commonOptions, file string) error {
 	r, err := o.remote()
 	if err != nil {
 		return err
 	}
-	stdout, stderr, code, err := r.RunOnNode(ctx, o.node, "reconcile", "rollback", file)
+	res, err := r.RollbackRules(ctx, o.node, file)
 	if err != nil {
 		return err
 	}
+	stdout, stderr, code := res.Stdout, res.Stderr, res.ExitCode
 	fmt.Fprint(o.Out, stdout)
 	if code != exitOK {
 		return &exitCodeError{code: code, err: fmt.Errorf("node %s: %s", o.node, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), "error: ")))}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/nodeapi"
 	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
@@ -160,27 +161,21 @@ func (o *reconcileRulesOptions) write(ctx context.Context, p *reconcile.RulesPla
 	return err
 }
 
-// applyThroughAgent runs the apply on the node, in its agent's Pod: the
-// agent reads the API objects and the kernel there, and keeps the backup
-// on the node.
+// applyThroughAgent asks the node's agent, through its API, for the
+// apply: the agent reads the API objects and the kernel there, keeps the
+// backup on the node, and runs it only for a caller the API server lets
+// repair the node (the svctrace-repair role).
 func (o *reconcileRulesOptions) applyThroughAgent(ctx context.Context) error {
 	r, err := o.remote()
 	if err != nil {
 		return err
 	}
-	args := []string{"reconcile", "rules", "--local", "--node", o.node, "--apply", "-o", "json"}
-	for flag, v := range map[string]string{"--service": o.service, "--kube-proxy-version": o.kubeProxyVersion, "--iptables-backend": o.backend, "--backup": o.backup} {
-		if v != "" {
-			args = append(args, flag, v)
-		}
-	}
-	if o.force {
-		args = append(args, "--force")
-	}
-	stdout, stderr, code, err := r.RunOnNode(ctx, o.node, args...)
+	res, err := r.ApplyRules(ctx, o.node, nodeapi.RulesRequest{Service: o.service, KubeProxyVersion: o.kubeProxyVersion,
+		IPTablesBackend: o.backend, Backup: o.backup, Force: o.force})
 	if err != nil {
 		return err
 	}
+	stdout, stderr, code := res.Stdout, res.Stderr, res.ExitCode
 	if strings.TrimSpace(stdout) == "" {
 		return &exitCodeError{code: exitError, err: fmt.Errorf("node %s: the agent's reconcile rules: %s", o.node, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), "error: ")))}
 	}
