@@ -57,15 +57,27 @@ func TestAgentManifest(t *testing.T) {
 			}
 		case *rbacv1.Role:
 			for _, r := range o.Rules {
-				if !slices.Equal(r.Verbs, []string{"get"}) || !slices.Equal(r.ResourceNames, []string{"kube-proxy"}) {
-					t.Errorf("Role %s/%s: %+v, want get of the kube-proxy ConfigMap only", o.Namespace, o.Name, r)
+				config := slices.Equal(r.Verbs, []string{"get"}) && slices.Equal(r.ResourceNames, []string{"kube-proxy"}) && slices.Equal(r.Resources, []string{"configmaps"})
+				// Its own Pod's annotation: the API certificate's fingerprint.
+				publish := o.Namespace == "svctrace" && slices.Equal(r.Verbs, []string{"get", "patch"}) && slices.Equal(r.Resources, []string{"pods"})
+				if !config && !publish {
+					t.Errorf("Role %s/%s: %+v, want get of the kube-proxy ConfigMap, or get and patch of Pods in svctrace", o.Namespace, o.Name, r)
 				}
+			}
+		case *rbacv1.ClusterRoleBinding:
+			if o.RoleRef.Name != "svctrace-agent" && o.RoleRef.Name != "system:auth-delegator" {
+				t.Errorf("ClusterRoleBinding %s binds %s", o.Name, o.RoleRef.Name)
+			}
+		case *rbacv1.RoleBinding:
+			if !slices.Contains([]string{"svctrace-agent-kube-proxy-config", "svctrace-agent-publish", "extension-apiserver-authentication-reader"}, o.RoleRef.Name) {
+				t.Errorf("RoleBinding %s/%s binds %s", o.Namespace, o.Name, o.RoleRef.Name)
 			}
 		}
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet", "Service"} {
-		if kinds[k] != 1 {
-			t.Errorf("%d %s objects, want 1", kinds[k], k)
+	want := map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 3, "DaemonSet": 1, "Service": 1}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%d %s objects, want %d", kinds[k], k, n)
 		}
 	}
 	if ds == nil {
@@ -97,6 +109,16 @@ func TestAgentManifest(t *testing.T) {
 		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
 	}) {
 		t.Error("NODE_NAME is not the Pod's node")
+	}
+	for env, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == env && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == path
+		}) {
+			t.Errorf("%s is not the Pod's %s: the agent publishes its API certificate there", env, path)
+		}
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/run/xtables.lock" }) {
+		t.Error("/run/xtables.lock is not mounted: a repair on the legacy backend cannot take iptables' lock")
 	}
 	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists {
 		t.Errorf("tolerations %+v: the agent must run on every node", spec.Tolerations)
