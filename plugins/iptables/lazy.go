@@ -194,7 +194,7 @@ func plainWord(line string, i int) string {
 func (st *lazyState) parser(t *Table, tableLine int) *dumpParser {
 	return &dumpParser{
 		src: st.src, opts: st.opts, rs: &Ruleset{Source: st.src},
-		family: st.family, familyB: "the Family option",
+		family: st.family, familyB: familyGiven,
 		table: t, tableLine: tableLine,
 	}
 }

@@ -61,7 +61,7 @@ func newDumpParser(source string, opts ParseOptions) (*dumpParser, error) {
 		tables: make(map[string]int),
 	}
 	if family != "" {
-		p.familyB = "the Family option"
+		p.familyB = familyGiven
 	}
 	return p, nil
 }
@@ -80,7 +80,19 @@ func (p *dumpParser) parse(text string) (*Ruleset, error) {
 const (
 	famIPv4 = "IPv4"
 	famIPv6 = "IPv6"
+	// familyGiven is familyB when the family is the caller's
+	// (ParseOptions.Family: the dump was given as one family).
+	familyGiven = "the family the dump was given as"
 )
+
+// wrongFamilyHint says what to do with a dump given as fam whose text
+// (a header, an address) is of the other family.
+func wrongFamilyHint(fam string) string {
+	if fam == famIPv4 {
+		return "was it taken with ip6tables-save? give it as the IPv6 dump"
+	}
+	return "was it taken with iptables-save? give it as the IPv4 dump"
+}
 
 func parseFamilyOption(f string) (string, error) {
 	switch strings.ToLower(f) {
@@ -232,8 +244,7 @@ func (p *dumpParser) line(line string, n int) error {
 	}
 	switch line[i] {
 	case '#':
-		p.comment(line[i:], n)
-		return nil
+		return p.comment(line, line[i:], n)
 	case '*':
 		return p.header(line, i, n)
 	case ':':

@@ -189,6 +189,8 @@ func (p *dumpParser) checkFamily(a netip.Addr, line string, n, col int) error {
 	switch {
 	case p.family == "":
 		p.family, p.familyB = fam, fmt.Sprintf("the first address, on line %d", n)
+	case p.family != fam && p.familyB == familyGiven:
+		return p.errAt(line, n, col, "an %s address (%s) in a dump given as %s: %s", fam, a, p.family, wrongFamilyHint(p.family))
 	case p.family != fam:
 		return p.errAt(line, n, col, "%s address %s in an %s dump (family from %s)", fam, a, p.family, p.familyB)
 	}
