@@ -43,8 +43,12 @@ type cachedReview struct {
 	at   time.Time
 }
 
-// errUnauthenticated is a request whose caller is not known.
-var errUnauthenticated = errors.New("unauthenticated")
+// The ways a caller is refused before the node's own check.
+var (
+	errUnauthenticated  = errors.New("unauthenticated")
+	errForbidden        = errors.New("forbidden")
+	errBadImpersonation = errors.New("bad impersonation")
+)
 
 // authenticate tells who sent r: the subject of a verified client
 // certificate, else the user of its bearer token.
@@ -114,19 +118,76 @@ func (a *Auth) review(ctx context.Context, token string) (User, error) {
 	return u, nil
 }
 
+// impersonate is the user r asks to act as (kubectl's --as, --as-group,
+// --as-uid), where u may impersonate them, as the API server decides it;
+// u itself where r asks for no one.
+func (a *Auth) impersonate(ctx context.Context, u User, r *http.Request) (User, error) {
+	name := r.Header.Get("Impersonate-User")
+	groups := r.Header.Values("Impersonate-Group")
+	uid := r.Header.Get("Impersonate-Uid")
+	extra := map[string][]string{}
+	for k, v := range r.Header {
+		if key, ok := strings.CutPrefix(k, "Impersonate-Extra-"); ok {
+			extra[strings.ToLower(key)] = v
+		}
+	}
+	if name == "" {
+		if len(groups) > 0 || uid != "" || len(extra) > 0 {
+			return User{}, fmt.Errorf("%w: impersonating groups, a UID or extras needs a user (--as)", errBadImpersonation)
+		}
+		return u, nil
+	}
+	checks := []authzv1.ResourceAttributes{{Verb: "impersonate", Resource: "users", Name: name}}
+	if ns, sa, ok := strings.Cut(strings.TrimPrefix(name, "system:serviceaccount:"), ":"); ok && strings.HasPrefix(name, "system:serviceaccount:") {
+		checks[0] = authzv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts", Namespace: ns, Name: sa}
+	}
+	for _, g := range groups {
+		checks = append(checks, authzv1.ResourceAttributes{Verb: "impersonate", Resource: "groups", Name: g})
+	}
+	if uid != "" {
+		checks = append(checks, authzv1.ResourceAttributes{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "uids", Name: uid})
+	}
+	for k, vs := range extra {
+		for _, v := range vs {
+			checks = append(checks, authzv1.ResourceAttributes{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "userextras", Subresource: k, Name: v})
+		}
+	}
+	for _, c := range checks {
+		ok, _, err := a.allowed(ctx, u, c)
+		if err != nil {
+			return User{}, err
+		}
+		if !ok {
+			return User{}, fmt.Errorf("%w: user %q may not impersonate %s %q", errForbidden, u.Name, c.Resource, c.Name)
+		}
+	}
+	if !slicesContains(groups, "system:authenticated") {
+		groups = append(groups, "system:authenticated")
+	}
+	if len(extra) == 0 {
+		extra = nil
+	}
+	return User{Name: name, UID: uid, Groups: groups, Extra: extra}, nil
+}
+
 // authorize asks the API server whether u may verb nodes/svctrace of node.
 func (a *Auth) authorize(ctx context.Context, u User, verb, node string) (bool, string, error) {
+	return a.allowed(ctx, u, authzv1.ResourceAttributes{Verb: verb, Resource: Resource, Subresource: Subresource, Name: node})
+}
+
+// allowed asks the API server whether u may do what ra says.
+func (a *Auth) allowed(ctx context.Context, u User, ra authzv1.ResourceAttributes) (bool, string, error) {
 	extra := map[string]authzv1.ExtraValue{}
 	for k, v := range u.Extra {
 		extra[k] = v
 	}
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User: u.Name, UID: u.UID, Groups: u.Groups, Extra: extra,
-		ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Resource: Resource, Subresource: Subresource, Name: node},
+		ResourceAttributes: &ra,
 	}}
 	res, err := a.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
-		return false, "", fmt.Errorf("asking the API server whether %s may %s %s/%s: %w", u.Name, verb, Resource, Subresource, err)
+		return false, "", fmt.Errorf("asking the API server whether %s may %s %s: %w", u.Name, ra.Verb, ra.Resource, err)
 	}
 	return res.Status.Allowed, res.Status.Reason, nil
 }
@@ -140,3 +201,12 @@ func RoleFor(verb string) string {
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

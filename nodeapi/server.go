@@ -75,17 +75,19 @@ func (s *Server) guard(verb string, h handler) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		for k := range r.Header {
-			if strings.HasPrefix(http.CanonicalHeaderKey(k), "Impersonate-") {
-				writeJSON(w, http.StatusBadRequest, Status{Message: "the agent's API does not take impersonation (--as): call it as yourself"})
-				return
-			}
-		}
 		u, err := s.Auth.authenticate(ctx, r)
+		if err == nil {
+			u, err = s.Auth.impersonate(ctx, u, r)
+		}
 		if err != nil {
-			code := http.StatusUnauthorized
-			if !errors.Is(err, errUnauthenticated) {
-				code = http.StatusServiceUnavailable
+			code := http.StatusServiceUnavailable
+			switch {
+			case errors.Is(err, errUnauthenticated):
+				code = http.StatusUnauthorized
+			case errors.Is(err, errForbidden):
+				code = http.StatusForbidden
+			case errors.Is(err, errBadImpersonation):
+				code = http.StatusBadRequest
 			}
 			s.logf("refused", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
 			writeJSON(w, code, Status{Message: err.Error()})
