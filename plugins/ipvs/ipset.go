@@ -210,7 +210,7 @@ func setType(set *IPSet, typ token, n int) error {
 		return &ParseError{n, typ.col, fmt.Sprintf("set %s: type %s: want one without quotes", set.Name, typ.s)}
 	}
 	set.Type = typ.s
-	return nil
+	return checkSetType(set, typ, n)
 }
 
 // setOptions reads a set's options, from its create line or its
