@@ -115,6 +115,29 @@ spec:
 		if left := helpers(); left != "" {
 			t.Errorf("helper Pods left after explain and drift: %s", left)
 		}
+		// In a namespace pinned by deploy/helper-policy.yaml, the CLI's
+		// helper runs, and a Pod that is anything more is refused.
+		kubectl("apply", "-f", filepath.Join(root, "deploy", "helper-policy.yaml"))
+		kubectl("create", "namespace", "svctrace-helpers")
+		kubectl("label", "namespace", "svctrace-helpers", "svctrace.dev/helpers=pinned")
+		for deadline := time.Now().Add(time.Minute); ; {
+			out, err := l.Kubectl(ctx, "-n", "svctrace-helpers", "run", "escape", "--image", image, "--privileged", "--labels",
+				"app.kubernetes.io/name=svctrace,app.kubernetes.io/component=helper", "--overrides", `{"spec":{"hostPID":true}}`)
+			if err != nil && strings.Contains(out, "svctrace-helper-pods") {
+				break
+			}
+			if err == nil {
+				_, _ = l.Kubectl(ctx, "-n", "svctrace-helpers", "delete", "pod", "escape", "--grace-period=0")
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a privileged Pod in the pinned helper namespace: %v\n%s", err, out)
+			}
+			time.Sleep(time.Second) // the policy takes a moment to load
+		}
+		out, code = cli("explain", "default/web", "--node", "node2", "--helper-pod", "--helper-image", image, "--helper-namespace", "svctrace-helpers")
+		if code != 0 || !strings.Contains(out, "Service default/web on node node2 (iptables mode)") {
+			t.Errorf("explain --helper-pod in the pinned namespace: exit %d\n%s", code, out)
+		}
 		// Interrupted while its helper cannot start: the Pod goes too.
 		argv := []string{"netns", "exec", l.ControlPlaneNetNS(), bin, "drift", "--node", "node1", "--helper-pod",
 			"--helper-image", "svctrace.local/no-such-image:0", "--kubeconfig", l.Kubeconfig}
@@ -184,24 +207,54 @@ spec:
 		checkMetricsWithPromtool(t, promBin, m)
 	}
 
-	t.Run("a user with deploy/cli-rbac.yaml's roles, and without", func(t *testing.T) {
-		kubectl("create", "clusterrolebinding", "svctrace-alice", "--clusterrole=svctrace-user", "--user=alice")
+	t.Run("reading never grants repair: deploy/cli-rbac.yaml's roles", func(t *testing.T) {
+		// Without a role, nothing is read.
 		out, code := cli("drift", "--node", "node1", "--as", "alice")
-		if code != 2 || !strings.Contains(out, "forbidden by RBAC") || !strings.Contains(out, "pods/exec") ||
-			!strings.Contains(out, "deploy/cli-rbac.yaml") {
-			t.Errorf("drift as alice without the Role: exit %d\n%s", code, out)
+		if code != 2 || !strings.Contains(out, "forbidden") || !strings.Contains(out, "deploy/cli-rbac.yaml") {
+			t.Errorf("drift as alice without a role: exit %d\n%s", code, out)
 		}
+		kubectl("create", "clusterrolebinding", "svctrace-alice", "--clusterrole=svctrace-user", "--user=alice")
 		kubectl("-n", "svctrace", "create", "rolebinding", "svctrace-alice", "--role=svctrace-user", "--user=alice")
 		if out, code := cli("drift", "--node", "node1", "--as", "alice", "-A"); code != 0 || !strings.Contains(out, "no drift") {
 			t.Errorf("drift as alice: exit %d\n%s", code, out)
 		}
-		// Bob may exec in the agents but read no object: each agent's
-		// own check still answers.
+		if out, code := cli("drift", "--all-nodes", "--as", "alice", "-A"); code != 0 || !strings.Contains(out, "no drift") ||
+			!strings.Contains(out, "node node1 (iptables mode)") || !strings.Contains(out, "node node2 (iptables mode)") {
+			t.Errorf("drift --all-nodes as alice: exit %d\n%s", code, out)
+		}
+		// The reading role may not repair, roll back, or exec in an agent.
+		out, code = cli("reconcile", "rules", "--node", "node1", "--apply", "--kube-proxy-version", "v1.36.3", "--as", "alice")
+		if code != 2 || !strings.Contains(out, `user "alice" may not update nodes/svctrace of node node1`) || !strings.Contains(out, "svctrace-repair") {
+			t.Errorf("reconcile rules --apply as alice: exit %d\n%s", code, out)
+		}
+		out, code = cli("reconcile", "rollback", "--node", "node1", "/var/lib/svctrace/backups/rules-node1-x.yaml", "--as", "alice")
+		if code != 2 || !strings.Contains(out, "svctrace-repair") {
+			t.Errorf("reconcile rollback as alice: exit %d\n%s", code, out)
+		}
+		pod := strings.TrimSpace(kubectl("-n", "svctrace", "get", "pods", "-l", "app.kubernetes.io/component=agent",
+			"--field-selector", "spec.nodeName=node1", "-o", "name"))
+		if out, err := l.Kubectl(ctx, "--as", "alice", "-n", "svctrace", "exec", pod, "--", "true"); err == nil || !strings.Contains(out, "forbidden") {
+			t.Errorf("kubectl exec into the agent as alice: %v\n%s", err, out)
+		}
+		// Bob may find the agents' Pods but read no node: each agent
+		// refuses him, naming the role he lacks.
 		kubectl("-n", "svctrace", "create", "rolebinding", "svctrace-bob", "--role=svctrace-user", "--user=bob")
-		out, code = cli("drift", "--all-nodes", "--as", "bob")
-		if code != 0 || !strings.Contains(out, "no drift") || !strings.Contains(out, "the API objects cannot be read here (forbidden)") ||
-			!strings.Contains(out, "node node2 (iptables mode)") {
-			t.Errorf("drift --all-nodes as bob: exit %d\n%s", code, out)
+		out, code = cli("drift", "--node", "node2", "--as", "bob")
+		if code != 2 || !strings.Contains(out, `user "bob" may not get nodes/svctrace of node node2: that needs the svctrace-user ClusterRole`) {
+			t.Errorf("drift as bob: exit %d\n%s", code, out)
+		}
+		// Carol repairs: the repair role passes the agent's check (and
+		// kube-proxy, running and in sync, refuses the write itself).
+		kubectl("create", "clusterrolebinding", "svctrace-carol", "--clusterrole=svctrace-user", "--user=carol")
+		kubectl("-n", "svctrace", "create", "rolebinding", "svctrace-carol", "--role=svctrace-user", "--user=carol")
+		kubectl("create", "clusterrolebinding", "svctrace-repair-carol", "--clusterrole=svctrace-repair", "--user=carol")
+		out, code = cli("reconcile", "rules", "--node", "node1", "--apply", "--kube-proxy-version", "v1.36.3", "--as", "carol")
+		if strings.Contains(out, "may not") || strings.Contains(out, "forbidden") {
+			t.Errorf("reconcile rules --apply as carol: exit %d\n%s", code, out)
+		}
+		logs, _ := l.Kubectl(ctx, "-n", "svctrace", "logs", pod)
+		if !strings.Contains(logs, "user=carol") {
+			t.Errorf("the agent on node1 does not log carol's repair:\n%s", logs)
 		}
 	})
 
@@ -370,7 +423,7 @@ spec:
 		}
 		// The repair from the workstation, through node1's agent, which
 		// keeps the backup on the node; then its rollback.
-		out, code = cli("reconcile", "rules", "--node", "node1", "--apply", "--kube-proxy-version", "v1.36.3")
+		out, code = cli("reconcile", "rules", "--node", "node1", "--apply", "--kube-proxy-version", "v1.36.3", "--as", "carol")
 		backup := regexp.MustCompile(`backup: (/var/lib/svctrace/backups/rules-node1-\S+\.yaml)`).FindStringSubmatch(out)
 		if code != 0 || backup == nil || !strings.Contains(out, "read again: no drift") || !strings.Contains(out, "fixes MissingEndpoint default/web:http") {
 			t.Fatalf("reconcile rules --node node1 --apply: exit %d\n%s", code, out)
@@ -378,7 +431,7 @@ spec:
 		if out, code := cli("drift", "--node", "node1", "-A"); code != 0 {
 			t.Errorf("drift after the repair: exit %d\n%s", code, out)
 		}
-		if out, code := cli("reconcile", "rollback", "--node", "node1", backup[1]); code != 0 || !strings.Contains(out, "1 change put back") {
+		if out, code := cli("reconcile", "rollback", "--node", "node1", backup[1], "--as", "carol"); code != 0 || !strings.Contains(out, "1 change put back") {
 			t.Errorf("reconcile rollback --node node1: exit %d\n%s", code, out)
 		}
 		if out, code := cli("drift", "--node", "node1", "-A"); code != 1 || !strings.Contains(out, "MissingEndpoint") {
