@@ -96,6 +96,9 @@ func PlanRules(s *snapshot.Snapshot, o RulesOptions) (*RulesPlan, error) {
 	if s.Cluster == nil {
 		return nil, errors.New("a repair renders kube-proxy's rules from the API objects: the snapshot has none")
 	}
+	if err := validateConfig("node "+o.Node+": kube-proxy's configuration", ns.KubeProxy, ""); err != nil {
+		return nil, err
+	}
 	p := &RulesPlan{TypeMeta: analysis.NewTypeMeta("RulesPlan"), Node: o.Node, Service: o.Service}
 	nodeVersion, nodeSource := ns.KubeProxy.Version, "the node's kube-proxy"
 	if nodeVersion == "" {
@@ -166,11 +169,16 @@ func planFamily(s *snapshot.Snapshot, ns *snapshot.NodeState, family string, p *
 			podCIDRs = n.Spec.PodCIDRs
 		}
 	}
-	plan, ok, err := r.PlanRepair(dataplane.RepairInput{
+	in := dataplane.RepairInput{
 		State: ns, Family: family, View: a.View, Config: a.Config, Version: p.KubeProxyVersion,
 		NodeIPs: addrStrings(a.NodeIPs), LocalAddrs: addrStrings(a.LocalAddrs), PodCIDRs: podCIDRs,
 		Service: o.Service, Backend: o.Backend,
-	})
+	}
+	// Nothing a plane renders reaches it unchecked.
+	if err := validateRepairInput(in); err != nil {
+		return fp, nil, false, err
+	}
+	plan, ok, err := r.PlanRepair(in)
 	if err != nil {
 		return fp, nil, false, fmt.Errorf("node %s, %s: %w", o.Node, family, err)
 	}
