@@ -128,7 +128,9 @@ func validatePort(p *model.ServicePort, family string) error {
 			return refusal(owner, "spec.ports[].name", p.PortName, err)
 		}
 	}
-	owner = "service " + p.SPN()
+	if p.PortName != "" {
+		owner += ", port " + p.PortName
+	}
 	switch p.Protocol {
 	case "TCP", "UDP", "SCTP":
 	default:
@@ -202,6 +204,9 @@ const maxIfaceName = 15
 // one netip reads, with no zone, of the family when one is given.
 func checkAddr(s, family string) string {
 	a, err := netip.ParseAddr(s)
+	if err != nil && strings.Contains(s, "%") {
+		return "is not an IP address: an address with a zone (%) is none a rule holds"
+	}
 	if err != nil {
 		return "is not an IP address"
 	}
