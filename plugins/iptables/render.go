@@ -91,7 +91,14 @@ const largeClusterEndpoints = 1000
 // Render is the iptables layout kube-proxy's iptables mode (v1.28 to
 // v1.36 write the same) programs for the view: every chain and rule it
 // writes in its restore payload, with its jump rules and canary chains.
-func Render(v *model.NodeView, s RenderSettings) *Layout {
+//
+// A value it cannot write so that iptables-restore reads it back as the
+// same (a settings value that is not what it says, a string it cannot
+// quote) is an error, and nothing of the layout may be written.
+func Render(v *model.NodeView, s RenderSettings) (*Layout, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("iptables render: %w", err)
+	}
 	l := NewLayout(s.Family, nil)
 	r := &renderer{s: s, filter: l.Tables["filter"], nat: l.Tables["nat"]}
 	total := 0
@@ -107,7 +114,10 @@ func Render(v *model.NodeView, s RenderSettings) *Layout {
 	r.tail()
 	r.nat.findOwners()
 	l.Tables["mangle"].Chains["KUBE-PROXY-CANARY"] = nil
-	return l
+	if r.err != nil {
+		return nil, fmt.Errorf("iptables render: %w", r.err)
+	}
+	return l, nil
 }
 
 type renderer struct {
@@ -116,12 +126,22 @@ type renderer struct {
 	// large is kube-proxy's large cluster mode: no comments on the rules
 	// of per-endpoint chains.
 	large bool
+	// err is the first rule that could not be written.
+	err error
 }
 
 // add appends rules to their chains of a table, declaring them.
 func (r *renderer) add(t *LayoutTable, rules ...*saveRule) {
 	for _, x := range rules {
+		r.keep(x)
 		t.Chains[x.chain] = append(t.Chains[x.chain], x.String())
+	}
+}
+
+// keep notes the first rule that could not be written.
+func (r *renderer) keep(x *saveRule) {
+	if x.err != nil && r.err == nil {
+		r.err = x.err
 	}
 }
 
@@ -168,6 +188,7 @@ func (r *renderer) jumps() {
 		if j.comment != "" {
 			x.comment(j.comment)
 		}
+		r.keep(x)
 		j.table.Jumps[j.from] = append([]string{x.target(j.to).String()}, j.table.Jumps[j.from]...)
 	}
 }
@@ -221,7 +242,7 @@ func (r *renderer) tail() {
 	if !r.s.ConntrackLiberal {
 		x := rule("KUBE-FORWARD").mod("conntrack --ctstate INVALID")
 		if r.s.NFAcct {
-			x.mod("nfacct --nfacct-name " + saveString("ct_state_invalid_dropped_pkts"))
+			x.nfacct("ct_state_invalid_dropped_pkts")
 		}
 		r.add(r.filter, x.target("DROP"))
 	}

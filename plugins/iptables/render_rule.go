@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // saveRule builds one rule in the form iptables-save prints it: the
@@ -20,6 +21,9 @@ type saveRule struct {
 	proto string
 	mods  []string
 	jump  string
+	// err is a string option the rule could not quote: the rule may not
+	// be written.
+	err error
 }
 
 func rule(chain string) *saveRule { return &saveRule{chain: chain} }
@@ -33,7 +37,22 @@ func (r *saveRule) iface(in string) *saveRule { r.in = in; return r }
 
 // comment adds -m comment, quoted as iptables-save quotes it.
 func (r *saveRule) comment(c string) *saveRule {
-	return r.mod("comment --comment" + saveString(c))
+	return r.mod("comment --comment" + r.quote(c))
+}
+
+// nfacct adds -m nfacct with the counter's name.
+func (r *saveRule) nfacct(name string) *saveRule {
+	// iptables-save prints a blank more before the name.
+	return r.mod("nfacct --nfacct-name " + r.quote(name))
+}
+
+// quote is saveString, keeping its refusal in the rule.
+func (r *saveRule) quote(s string) string {
+	q, err := saveString(s)
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("chain %s: %w", r.chain, err)
+	}
+	return q
 }
 
 // port adds "-p proto" and "-m proto --dport N", as kube-proxy writes
@@ -76,19 +95,34 @@ func (r *saveRule) String() string {
 	return b.String()
 }
 
+// maxSaveString is the longest string option iptables takes (the
+// comment match's, 256 bytes with its terminating NUL).
+const maxSaveString = 255
+
 // saveString is how iptables-save prints a string option (with its leading
 // space): bare when it is only letters, digits, '_' and '-', else quoted
-// with '"', '\” and '\\' escaped.
-func saveString(s string) string {
+// with '"', '\” and '\\' escaped. A string iptables-restore cannot read
+// back as the same one is refused: a control character (a newline would
+// end the rule, a NUL the line), bytes that are not UTF-8, or more than
+// iptables keeps.
+func saveString(s string) (string, error) {
+	if len(s) > maxSaveString {
+		return "", fmt.Errorf("string option %q is longer than the %d bytes iptables keeps: refusing to write it", s, maxSaveString)
+	}
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("string option %q is not UTF-8: refusing to write it", s)
+	}
 	bare := s != ""
 	for _, c := range s {
+		if c < ' ' || c == 0x7f {
+			return "", fmt.Errorf("string option %q holds a control character iptables-restore cannot read back: refusing to write it", s)
+		}
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			bare = false
-			break
 		}
 	}
 	if bare {
-		return " " + s
+		return " " + s, nil
 	}
 	var b strings.Builder
 	b.WriteString(` "`)
@@ -99,7 +133,7 @@ func saveString(s string) string {
 		b.WriteRune(c)
 	}
 	b.WriteByte('"')
-	return b.String()
+	return b.String(), nil
 }
 
 // probability is how iptables-save prints the statistic match kube-proxy

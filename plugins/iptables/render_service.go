@@ -86,7 +86,7 @@ func (r *renderer) servicePort(p *model.ServicePort) {
 		if hasEndpoints {
 			if r.s.LocalhostNodePorts && r.s.Family != "IPv6" && r.s.NFAcct {
 				r.add(r.nat, rule("KUBE-NODEPORTS").to("127.0.0.0/8").comment(spn).port(proto, p.NodePort).
-					mod("nfacct --nfacct-name "+saveString("localhost_nps_accepted_pkts")).target(ext))
+					nfacct("localhost_nps_accepted_pkts").target(ext))
 			}
 			r.add(r.nat, rule("KUBE-NODEPORTS").comment(spn).port(proto, p.NodePort).target(ext))
 		}

@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -156,4 +157,53 @@ func prefixHolds(cidr, addr string) bool {
 	}
 	a, err := netip.ParseAddr(addr)
 	return err == nil && p.Contains(a)
+}
+
+// check refuses settings a rule could not hold as what they are: they
+// come from kube-proxy's configuration and from the rules the kernel
+// holds, and are written into the restore payload.
+func (s RenderSettings) check() error {
+	if s.MasqueradeBit < 0 || s.MasqueradeBit > 31 {
+		return fmt.Errorf("masquerade bit %d is not a bit of a 32-bit mark", s.MasqueradeBit)
+	}
+	max := 15
+	if s.Local.Mode == "InterfaceNamePrefix" {
+		max = 14
+	}
+	if s.Local.Interface != "" && !ruleIface(s.Local.Interface, max) {
+		return fmt.Errorf("local-traffic detector's interface %q is not an interface name a rule can hold", s.Local.Interface)
+	}
+	if s.Local.CIDR != "" {
+		if _, err := netip.ParsePrefix(s.Local.CIDR); err != nil {
+			return fmt.Errorf("local-traffic detector's CIDR %q: %w", s.Local.CIDR, err)
+		}
+	}
+	addrs := slices.Clone(s.NodePortIPs)
+	if s.NodeIP != "" {
+		addrs = append(addrs, s.NodeIP)
+	}
+	for _, a := range addrs {
+		if ip, err := netip.ParseAddr(a); err != nil || ip.Zone() != "" {
+			return fmt.Errorf("node address %q is not an IP address a rule can hold", a)
+		}
+	}
+	return nil
+}
+
+// ruleIface reports whether an interface name (or prefix) is one a rule
+// can hold as itself: 1 to max bytes (15; 14 for a prefix, to which
+// iptables adds '+') of
+// printable ASCII, none of them a blank, a quote, a backslash, '/', ':'
+// or a wildcard, and not starting with '-' or '!'.
+func ruleIface(name string, max int) bool {
+	if name == "" || len(name) > max || name == "." || name == ".." || name[0] == '-' || name[0] == '!' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"'\\/:+*", c) >= 0 {
+			return false
+		}
+	}
+	return true
 }

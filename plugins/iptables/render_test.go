@@ -26,10 +26,46 @@ func TestSaveString(t *testing.T) {
 		`say "hi"`:                    ` "say \"hi\""`,
 		"":                            ` ""`,
 	} {
-		if got := saveString(in); got != want {
-			t.Errorf("saveString(%q) = %q, want %q", in, got, want)
+		if got, err := saveString(in); got != want || err != nil {
+			t.Errorf("saveString(%q) = %q, %v, want %q", in, got, err, want)
 		}
 	}
+	// What iptables-restore would not read back as the same string.
+	for _, in := range []string{"web\n-A INPUT -j ACCEPT", "a\x00b", "a\rb", "\xff", strings.Repeat("a", 256)} {
+		if got, err := saveString(in); err == nil {
+			t.Errorf("saveString(%q) = %q, want a refusal", in, got)
+		}
+	}
+}
+
+// A comment the renderer cannot quote is an error, never a rule.
+func TestRenderRefusesUnquotable(t *testing.T) {
+	p := port("default", "web", 1)
+	p.Name = "web\"\n-A INPUT -j ACCEPT"
+	if l, err := Render(&model.NodeView{Family: "IPv4", Ports: []model.ServicePort{p}}, RenderSettings{Family: "IPv4"}); err == nil {
+		t.Fatalf("rendered:\n%s", l.Text())
+	}
+	for _, s := range []RenderSettings{
+		{Family: "IPv4", Local: LocalDetector{Mode: "InterfaceNamePrefix", Interface: "eth0+ -j ACCEPT"}},
+		{Family: "IPv4", Local: LocalDetector{Mode: "BridgeInterface", Interface: "br\"0"}},
+		{Family: "IPv4", Local: LocalDetector{CIDR: "10.0.0.0/8 -j ACCEPT"}},
+		{Family: "IPv4", MasqueradeBit: 32},
+		{Family: "IPv4", NodePortIPs: []string{"10.0.0.1 -j ACCEPT"}},
+	} {
+		if _, err := Render(&model.NodeView{Family: "IPv4"}, s); err == nil {
+			t.Errorf("%+v: rendered", s)
+		}
+	}
+}
+
+// mustRender is Render for settings and views that render.
+func mustRender(t *testing.T, v *model.NodeView, s RenderSettings) *Layout {
+	t.Helper()
+	l, err := Render(v, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func port(ns, name string, eps int) model.ServicePort {
@@ -46,7 +82,7 @@ func port(ns, name string, eps int) model.ServicePort {
 // KUBE-SERVICES.
 func TestRenderLargeCluster(t *testing.T) {
 	v := &model.NodeView{Node: "n", Family: "IPv4", Ports: []model.ServicePort{port("default", "big", 1001)}}
-	l := Render(v, RenderSettings{Family: "IPv4", MasqueradeBit: 14, Local: LocalDetector{CIDR: "10.244.0.0/16"}, RandomFully: true, NFAcct: true, LocalhostNodePorts: true})
+	l := mustRender(t, v, RenderSettings{Family: "IPv4", MasqueradeBit: 14, Local: LocalDetector{CIDR: "10.244.0.0/16"}, RandomFully: true, NFAcct: true, LocalhostNodePorts: true})
 	nat := l.Tables["nat"]
 	svc := nat.Chains[PrefixSVC+ServiceChainHash("default/big:http", "TCP")]
 	if len(svc) != 1002 {
@@ -58,7 +94,7 @@ func TestRenderLargeCluster(t *testing.T) {
 	if want := "-A " + EndpointChain("default/big:http", "TCP", "10.244.0.1:8080") + " -p tcp -m tcp -j DNAT --to-destination 10.244.0.1:8080"; !strings.Contains(l.Text(), want+"\n") {
 		t.Errorf("no %q", want)
 	}
-	small := Render(&model.NodeView{Family: "IPv4", Ports: []model.ServicePort{port("default", "big", 1000)}}, RenderSettings{Family: "IPv4"})
+	small := mustRender(t, &model.NodeView{Family: "IPv4", Ports: []model.ServicePort{port("default", "big", 1000)}}, RenderSettings{Family: "IPv4"})
 	if strings.Contains(small.Text(), " -p tcp -m tcp -j DNAT") {
 		t.Error("1,000 endpoints: comments dropped")
 	}
@@ -69,7 +105,7 @@ func TestRenderIPv6(t *testing.T) {
 	p.ClusterIP = "fd00:10:96::a"
 	p.NodePort = 30080
 	p.ExternallyAccessible = true
-	l := Render(&model.NodeView{Family: "IPv6", Ports: []model.ServicePort{p}}, RenderSettings{Family: "IPv6", MasqueradeBit: 14, LocalhostNodePorts: true, NFAcct: true})
+	l := mustRender(t, &model.NodeView{Family: "IPv6", Ports: []model.ServicePort{p}}, RenderSettings{Family: "IPv6", MasqueradeBit: 14, LocalhostNodePorts: true, NFAcct: true})
 	text := l.Text()
 	for _, want := range []string{
 		`-A KUBE-SERVICES -d fd00:10:96::a/128 -p tcp -m comment --comment "default/v6:http has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp6-port-unreachable`,

@@ -48,10 +48,17 @@ func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool,
 	if !settings.Local.Implemented() && !settings.MasqueradeAll && len(in.View.Ports) > 0 {
 		notes = append(notes, "no cluster CIDR is known (none in kube-proxy's configuration or rules): rendered without the local-traffic detector's rules, as kube-proxy does; give --cluster-cidr if the node's kube-proxy has one")
 	}
-	target := Render(in.View, settings)
+	target, err := Render(in.View, settings)
+	if err != nil {
+		return nil, false, err
+	}
 	p := &dataplane.RepairPlan{Family: in.Family, Backend: backend, Notes: notes, Target: target, Service: in.Service}
 	p.Changes = withEndpoints(Diff(current, target, scopeFor(in.Service)))
 	p.Payload = Payload(p.Changes)
+	// The dry run shows the refusal a write would meet.
+	if err := CheckPayload(target, p.Changes, p.Payload, true); err != nil {
+		return nil, false, err
+	}
 	return p, true, nil
 }
 
@@ -89,7 +96,7 @@ func (Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func()
 	if !ok {
 		return nil, fmt.Errorf("iptables: the plan holds no render")
 	}
-	return restoreLayout(ctx, p.Family, p.Backend, target, scopeFor(p.Service), started)
+	return restoreLayout(ctx, p.Family, p.Backend, target, scopeFor(p.Service), true, started)
 }
 
 // WriteLayout takes the chains a layout's mode owns in the kernel's
@@ -97,7 +104,7 @@ func (Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func()
 // family, and reads them back. It returns the plan it wrote (no change:
 // nothing was written).
 func WriteLayout(ctx context.Context, family, backend string, target *Layout, started func()) (*dataplane.RepairPlan, error) {
-	return restoreLayout(ctx, family, backend, target, nil, started)
+	return restoreLayout(ctx, family, backend, target, nil, false, started)
 }
 
 // LayoutDiff is what takes the current layout to the target one, and the
@@ -113,12 +120,14 @@ func (Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplan
 	if err != nil {
 		return nil, fmt.Errorf("backup, %s: %w", part.Family, err)
 	}
-	return restoreLayout(ctx, part.Family, part.Backend, target, nil, nil)
+	return restoreLayout(ctx, part.Family, part.Backend, target, nil, false, nil)
 }
 
 // restoreLayout writes what takes the kernel's layout to the target, then
-// reads it back: what differs then is an error.
-func restoreLayout(ctx context.Context, family, backend string, target *Layout, scope *Scope, started func()) (*dataplane.RepairPlan, error) {
+// reads it back: what differs then is an error. The payload is read back
+// before it is written (CheckPayload; rendered: the target is a render,
+// whose jumps are kube-proxy's very own, not a backup).
+func restoreLayout(ctx context.Context, family, backend string, target *Layout, scope *Scope, rendered bool, started func()) (*dataplane.RepairPlan, error) {
 	p := &dataplane.RepairPlan{Family: family, Backend: backend, Target: target}
 	current, err := KernelLayout(ctx, family, backend, target.own)
 	if err != nil {
@@ -129,6 +138,9 @@ func restoreLayout(ctx context.Context, family, backend string, target *Layout, 
 		return p, nil
 	}
 	p.Payload = Payload(p.Changes)
+	if err := CheckPayload(target, p.Changes, p.Payload, rendered); err != nil {
+		return p, err
+	}
 	if err := RestoreKernel(ctx, backend, family, p.Payload, started); err != nil {
 		return p, err
 	}
