@@ -99,6 +99,9 @@ func PlanRules(s *snapshot.Snapshot, o RulesOptions) (*RulesPlan, error) {
 	if err := validateConfig("node "+o.Node+": kube-proxy's configuration", ns.KubeProxy, ""); err != nil {
 		return nil, err
 	}
+	if err := validateServices(s.Cluster); err != nil {
+		return nil, err
+	}
 	p := &RulesPlan{TypeMeta: analysis.NewTypeMeta("RulesPlan"), Node: o.Node, Service: o.Service}
 	nodeVersion, nodeSource := ns.KubeProxy.Version, "the node's kube-proxy"
 	if nodeVersion == "" {
