@@ -27,8 +27,8 @@ func ParseIfAddrs(text string) (map[string][]netip.Prefix, error) {
 // its indented lines ("    inet 10.96.0.1/32 scope global kube-ipvs0"),
 // or a line per address ("5: kube-ipvs0    inet 10.96.0.1/32 …").
 func parseIfAddrsText(text string) (map[string][]netip.Prefix, error) {
-	ifs := map[string][]netip.Prefix{}
-	cur := ""
+	var seen shownIfs
+	var cur *shownIf
 	for i, line := range strings.Split(text, "\n") {
 		n := i + 1
 		t := tokens(line, 0)
@@ -39,14 +39,19 @@ func parseIfAddrsText(text string) (map[string][]netip.Prefix, error) {
 			if t[0].s != "inet" && t[0].s != "inet6" {
 				continue // link/ether, valid_lft, altname, …
 			}
-			if cur == "" {
+			if cur == nil {
 				return nil, &ParseError{n, t[0].col, "an address before any interface"}
 			}
 			p, err := ifAddr(t, n)
 			if err != nil {
 				return nil, err
 			}
-			ifs[cur] = append(ifs[cur], p)
+			cur.addrs = append(cur.addrs, p)
+			if t[0].s == "inet" && len(t) > 2 {
+				// ip ends an IPv4 address's line with its label: the
+				// interface's name, or an alias of it ("eth0:1").
+				cur.labels = append(cur.labels, t[len(t)-1].s)
+			}
 			continue
 		}
 		idx, ok := strings.CutSuffix(t[0].s, ":")
@@ -56,34 +61,44 @@ func parseIfAddrsText(text string) (map[string][]netip.Prefix, error) {
 		if len(t) < 2 {
 			return nil, &ParseError{n, t[0].col, "an interface index without a name"}
 		}
-		name, header := strings.CutSuffix(t[1].s, ":")
-		if i := strings.LastIndexByte(name, '@'); i > 0 {
-			name = name[:i] // "eth0@if4": its peer's index
-		}
+		name, header := ifName(t)
 		if name == "" {
 			return nil, &ParseError{n, t[1].col, fmt.Sprintf("%q: want an interface name", t[1].s)}
 		}
-		cur = name
+		if !header && len(t) >= 3 && strings.HasPrefix(t[2].s, "link/") {
+			continue // the one-line form's link line: no address
+		}
+		cur = seen.get(name, header)
 		if header {
-			if _, seen := ifs[name]; !seen {
-				ifs[name] = nil
-			}
 			continue
 		}
 		// The one-line form: the address follows the name.
 		if len(t) < 3 || (t[2].s != "inet" && t[2].s != "inet6") {
-			if len(t) >= 3 && strings.HasPrefix(t[2].s, "link/") {
-				continue
-			}
 			return nil, &ParseError{n, t[1].col + len(t[1].s), "want inet or inet6 and an address after the interface's name"}
 		}
 		p, err := ifAddr(t[2:], n)
 		if err != nil {
 			return nil, err
 		}
-		ifs[name] = append(ifs[name], p)
+		cur.addrs = append(cur.addrs, p)
 	}
-	return ifs, nil
+	return seen.byName(), nil
+}
+
+// ifName reads the interface's name off a line that starts with its
+// index, and whether the line is an interface's header (ip addr show)
+// rather than one of the one-line form (ip -o addr show). The form is
+// told by what follows the name, not by a colon ending it, since a name
+// may end in one. The one-line form prints the name alone, which is
+// returned as it is; the header prints "name:", or "name@link:" for an
+// interface with a link, returned without the colon: its link is left
+// out later (shownIfs.byName), once every interface is known.
+func ifName(t []token) (name string, header bool) {
+	if len(t) >= 3 && (t[2].s == "inet" || t[2].s == "inet6" || strings.HasPrefix(t[2].s, "link/")) {
+		return t[1].s, false
+	}
+	name, header = strings.CutSuffix(t[1].s, ":")
+	return name, header
 }
 
 // ifAddr reads "inet 10.96.0.1/32 …", or a point-to-point address,

@@ -2,6 +2,7 @@ package ipvs
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -164,9 +165,16 @@ func TestIfAddrsText(t *testing.T) {
 	}
 }
 
+// FuzzParseIfAddrs reads anything without a panic, each error with its
+// position, and what it reads back from ip's forms printed again: the
+// one-line form (IfAddrsText) and the header form (ipAddrShow), a name
+// with a colon or an @ of its own included.
 func FuzzParseIfAddrs(f *testing.F) {
-	for _, s := range []string{ipAddr, ipAddrOneLine, ipAddrJSON, "[]", "[{}]"} {
+	for _, s := range []string{ipAddr, ipAddrOneLine, ipAddrJSON, "[]", "[{}]", "0: 00::\n inet6 ::", "3: c@d@a@b: <UP>\n    inet6 ::1/128\n"} {
 		f.Add(s)
+	}
+	for _, name := range []string{"ip-addr-show.txt", "ip-o-addr-show.txt", "ip-j-addr-show.json"} {
+		f.Add(ifaddrFile(f, name))
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		ifs, err := ParseIfAddrs(text)
@@ -178,13 +186,52 @@ func FuzzParseIfAddrs(f *testing.F) {
 			return
 		}
 		for name, ps := range ifs {
-			if len(ps) == 0 || strings.ContainsAny(name, " \t\r\n\\") || name == "" {
-				continue // ip -o cannot show these
+			if strings.ContainsAny(name, " \t\r\n\v\f") || name == "" {
+				continue // ip cannot show these
 			}
-			back, err := ParseIfAddrs(IfAddrsText(1, name, ps))
-			if err != nil || !reflect.DeepEqual(back[name], ps) {
-				t.Fatalf("%q %v: read back %v %v", name, ps, back, err)
+			if len(ps) > 0 {
+				back, err := ParseIfAddrs(IfAddrsText(1, name, ps))
+				if err != nil || len(back) != 1 || !reflect.DeepEqual(back[name], ps) {
+					t.Fatalf("%q %v: one-line form %q read back %v %v", name, ps, IfAddrsText(1, name, ps), back, err)
+				}
+			}
+			for _, link := range []string{"", "@if9", "@eth0"} {
+				if link != "@if9" && strings.Contains(name, "@") && !hasIPv4(ps) {
+					continue // "a@b:" alone cannot tell a name from a link
+				}
+				shown := ipAddrShow(7, name, link, ps)
+				back, err := ParseIfAddrs(shown)
+				if got, ok := back[name]; err != nil || !ok || !reflect.DeepEqual(got, ps) {
+					t.Fatalf("%q %v: header form %q read back %v %v", name, ps, shown, back, err)
+				}
 			}
 		}
 	})
+}
+
+// ipAddrShow prints an interface as ip addr show does: its header,
+// with its link ("@if4") when it has one, and its addresses, an IPv4
+// one's labelled with the interface's name.
+func ipAddrShow(index int, name, link string, addrs []netip.Prefix) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d: %s%s: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group default qlen 1000\n", index, name, link)
+	b.WriteString("    link/ether 02:fc:00:00:00:01 brd ff:ff:ff:ff:ff:ff\n")
+	for _, p := range addrs {
+		if p.Addr().Is4() {
+			fmt.Fprintf(&b, "    inet %s scope global %s\n", p, name)
+		} else {
+			fmt.Fprintf(&b, "    inet6 %s scope global \n", p)
+		}
+		b.WriteString("       valid_lft forever preferred_lft forever\n")
+	}
+	return b.String()
+}
+
+func hasIPv4(ps []netip.Prefix) bool {
+	for _, p := range ps {
+		if p.Addr().Is4() {
+			return true
+		}
+	}
+	return false
 }
