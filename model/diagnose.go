@@ -26,6 +26,7 @@ const (
 	CodeExternalName              = "ExternalName"
 	CodeHeadless                  = "Headless"
 	CodeNoClusterIPOfFamily       = "NoClusterIPOfFamily"
+	CodeInvalidClusterIP          = "InvalidClusterIP"
 	CodeNoSelector                = "NoSelector"
 	CodePodsNotListed             = "PodsNotListed"
 	CodeSelectorMatchesNoPods     = "SelectorMatchesNoPods"
@@ -81,12 +82,17 @@ func Diagnose(c *snapshot.Cluster, svc *corev1.Service, v *NodeView, mode string
 			Objects: []string{objRef("Service", svc.Namespace, svc.Name)},
 		})
 	} else if v != nil {
-		if reason, ok := v.SkipReason(svc.Namespace, svc.Name); ok {
-			causes = append(causes, Cause{
+		if sk, ok := v.Skip(svc.Namespace, svc.Name); ok {
+			c := Cause{
 				Severity: SeverityInfo, Code: CodeNoClusterIPOfFamily,
-				Message: fmt.Sprintf("%s is not programmed in the %s view of %s: %s", key, v.Family, v.Node, reason),
+				Message: fmt.Sprintf("%s is not programmed in the %s view of %s: %s", key, v.Family, v.Node, sk.Reason),
 				Objects: []string{objRef("Service", svc.Namespace, svc.Name)},
-			})
+			}
+			if sk.Damaged {
+				c.Severity, c.Code = SeverityError, CodeInvalidClusterIP
+				c.Message = fmt.Sprintf("%s: %s (the API server refuses such a Service: the objects given are damaged); it is left out of the %s view of %s", key, sk.Reason, v.Family, v.Node)
+			}
+			causes = append(causes, c)
 		}
 	}
 

@@ -47,24 +47,36 @@ func ipsOfFamily(ips []string, family corev1.IPFamily) []string {
 }
 
 // clusterIPOfFamily is the service's cluster IP of that family, as
-// kube-proxy's GetClusterIPByFamily picks it ("" if none).
-func clusterIPOfFamily(svc *corev1.Service, family corev1.IPFamily) string {
+// kube-proxy's GetClusterIPByFamily picks it, normalised ("" if none).
+// bad, when the value it picks is not an address of the family, says so
+// and names it: the API server refuses such a Service, so objects that
+// hold one are damaged, and the value must reach no rule.
+func clusterIPOfFamily(svc *corev1.Service, family corev1.IPFamily) (ip, bad string) {
 	if len(svc.Spec.IPFamilies) == 0 {
 		n, f, ok := normalizeIP(svc.Spec.ClusterIP)
-		if !ok || f != family {
-			return ""
+		switch {
+		case !ok:
+			return "", fmt.Sprintf("clusterIP %q is not an IP address", svc.Spec.ClusterIP)
+		case f != family:
+			return "", ""
 		}
-		return n
+		return n, ""
 	}
 	for i, f := range svc.Spec.IPFamilies {
-		if f == family && i < len(svc.Spec.ClusterIPs) {
-			if n, _, ok := normalizeIP(svc.Spec.ClusterIPs[i]); ok {
-				return n
-			}
-			return svc.Spec.ClusterIPs[i]
+		if f != family || i >= len(svc.Spec.ClusterIPs) {
+			continue
 		}
+		raw := svc.Spec.ClusterIPs[i]
+		n, nf, ok := normalizeIP(raw)
+		switch {
+		case !ok:
+			return "", fmt.Sprintf("clusterIPs[%d] %q is not an IP address", i, raw)
+		case nf != family:
+			return "", fmt.Sprintf("clusterIPs[%d] %q is not an %s address, though ipFamilies[%d] is %s", i, raw, family, i, f)
+		}
+		return n, ""
 	}
-	return ""
+	return "", ""
 }
 
 // sourceRangesOfFamily trims, parses and keeps the CIDRs of one family,

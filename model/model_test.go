@@ -141,8 +141,8 @@ func TestFixtureNode1(t *testing.T) {
 	}
 
 	wantSkipped := []Skipped{
-		{"shop/ext", "ExternalName: DNS CNAME to example.com; no node rules"},
-		{"shop/headless", "headless: DNS returns endpoint addresses; no node rules"},
+		{Service: "shop/ext", Reason: "ExternalName: DNS CNAME to example.com; no node rules"},
+		{Service: "shop/headless", Reason: "headless: DNS returns endpoint addresses; no node rules"},
 	}
 	if !reflect.DeepEqual(v.Skipped, wantSkipped) {
 		t.Errorf("Skipped = %+v", v.Skipped)

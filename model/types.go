@@ -162,6 +162,9 @@ type Skipped struct {
 	// Service is "namespace/name".
 	Service string
 	Reason  string
+	// Damaged: the Service holds a value the API server refuses (a
+	// cluster IP that is not an address of the family); Reason names it.
+	Damaged bool
 }
 
 // Find returns the ports of one service (nil if none).
@@ -188,11 +191,17 @@ func (v *NodeView) FindPort(spn, protocol string) (*ServicePort, bool) {
 
 // SkipReason returns why a service is skipped in this view.
 func (v *NodeView) SkipReason(namespace, name string) (string, bool) {
+	s, ok := v.Skip(namespace, name)
+	return s.Reason, ok
+}
+
+// Skip returns the service's entry in Skipped, if it is skipped.
+func (v *NodeView) Skip(namespace, name string) (Skipped, bool) {
 	key := namespace + "/" + name
 	for _, s := range v.Skipped {
 		if s.Service == key {
-			return s.Reason, true
+			return s, true
 		}
 	}
-	return "", false
+	return Skipped{}, false
 }

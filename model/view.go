@@ -42,13 +42,16 @@ func BuildNodeView(c *snapshot.Cluster, node, family string) (*NodeView, error) 
 	src := newEndpointSources(c, fam, node)
 	for i := range c.Services {
 		svc := &c.Services[i]
-		if reason, skip := skipReason(svc, fam); skip {
-			v.Skipped = append(v.Skipped, Skipped{Service: svc.Namespace + "/" + svc.Name, Reason: reason})
+		if sk, skip := skipReason(svc, fam); skip {
+			v.Skipped = append(v.Skipped, sk)
+			if sk.Damaged {
+				v.Notes = append(v.Notes, fmt.Sprintf("Service %s: %s: left out of the %s view; the other Services are checked", sk.Service, sk.Reason, fam))
+			}
 			continue
 		}
 		source := src.source(svc)
 		v.Notes = append(v.Notes, src.notes(svc, fam, source)...)
-		clusterIP := clusterIPOfFamily(svc, fam)
+		clusterIP, _ := clusterIPOfFamily(svc, fam)
 		for j := range svc.Spec.Ports {
 			sp := newServicePort(svc, &svc.Spec.Ports[j], fam, clusterIP)
 			sp.EndpointSource = source
@@ -78,16 +81,25 @@ func BuildNodeView(c *snapshot.Cluster, node, family string) (*NodeView, error) 
 	return v, nil
 }
 
-// skipReason says why the family's proxier ignores a service, if it does.
-func skipReason(svc *corev1.Service, fam corev1.IPFamily) (string, bool) {
+// skipReason says why the family's proxier ignores a service, if it
+// does; Damaged when it is the objects' fault (a value the API server
+// refuses).
+func skipReason(svc *corev1.Service, fam corev1.IPFamily) (Skipped, bool) {
+	sk := Skipped{Service: svc.Namespace + "/" + svc.Name}
+	clusterIP, bad := "", ""
+	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != "" {
+		clusterIP, bad = clusterIPOfFamily(svc, fam)
+	}
 	switch {
 	case svc.Spec.Type == corev1.ServiceTypeExternalName:
-		return "ExternalName: DNS CNAME to " + svc.Spec.ExternalName + "; no node rules", true
+		sk.Reason = "ExternalName: DNS CNAME to " + svc.Spec.ExternalName + "; no node rules"
 	case svc.Spec.ClusterIP == corev1.ClusterIPNone:
-		return "headless: DNS returns endpoint addresses; no node rules", true
+		sk.Reason = "headless: DNS returns endpoint addresses; no node rules"
 	case svc.Spec.ClusterIP == "":
-		return "no cluster IP allocated; no node rules", true
-	case clusterIPOfFamily(svc, fam) == "":
+		sk.Reason = "no cluster IP allocated; no node rules"
+	case bad != "":
+		sk.Reason, sk.Damaged = bad, true
+	case clusterIP == "":
 		fams := make([]string, 0, len(svc.Spec.IPFamilies))
 		for _, f := range svc.Spec.IPFamilies {
 			fams = append(fams, string(f))
@@ -95,9 +107,11 @@ func skipReason(svc *corev1.Service, fam corev1.IPFamily) (string, bool) {
 		if len(fams) == 0 {
 			fams = append(fams, "cluster IP "+svc.Spec.ClusterIP)
 		}
-		return fmt.Sprintf("no %s cluster IP (%s): the %s proxier ignores it", fam, strings.Join(fams, ","), fam), true
+		sk.Reason = fmt.Sprintf("no %s cluster IP (%s): the %s proxier ignores it", fam, strings.Join(fams, ","), fam)
+	default:
+		return Skipped{}, false
 	}
-	return "", false
+	return sk, true
 }
 
 // newServicePort fills the per-port fields of one family (no endpoints).
