@@ -43,6 +43,9 @@ type decoder struct {
 	c       snapshot.Cluster
 	ignored map[string]int
 	order   []string
+	// first says where each object ("Service ns/name") was read, to
+	// refuse a second of the same name.
+	first map[string]string
 }
 
 // DecodeObjects reads Node, Service, EndpointSlice, Endpoints and Pod
@@ -56,7 +59,7 @@ type decoder struct {
 // error's line is counted from the start of its document) and, for lists,
 // the item (0-based), with the object's kind.
 func DecodeObjects(data []byte) (*snapshot.Cluster, []string, error) {
-	d := &decoder{ignored: map[string]int{}}
+	d := &decoder{ignored: map[string]int{}, first: map[string]string{}}
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for doc := 1; ; {
 		var js json.RawMessage
@@ -123,13 +126,21 @@ func (d *decoder) object(js []byte, where, defaultKind string, depth int) error 
 		d.ignore(kind + " of apiVersion " + h.APIVersion)
 		return nil
 	}
+	name := h.Metadata.Name
+	if h.Metadata.Namespace != "" {
+		name = h.Metadata.Namespace + "/" + name
+	}
 	if err := d.typed(js, kind); err != nil {
-		name := h.Metadata.Name
-		if h.Metadata.Namespace != "" {
-			name = h.Metadata.Namespace + "/" + name
-		}
 		return fmt.Errorf("%s (%s %s): %w", where, kind, name, err)
 	}
+	if h.Metadata.Name == "" {
+		return nil
+	}
+	key := kind + " " + name
+	if first, dup := d.first[key]; dup {
+		return fmt.Errorf("%s: a second %s %s, the first being %s: the API holds each object once (were two lists that overlap given together?)", where, kind, name, first)
+	}
+	d.first[key] = where
 	return nil
 }
 

@@ -46,6 +46,9 @@ func decodeBinary(src source) (*Snapshot, error) {
 			return nil, err
 		}
 	}
+	if err := checkObjects(cl); err != nil {
+		return nil, err
+	}
 	s.Cluster = cl
 	return s, nil
 }

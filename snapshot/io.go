@@ -65,6 +65,9 @@ func Decode(data []byte) (*Snapshot, error) {
 	if err := checkNodes(&s); err != nil {
 		return nil, err
 	}
+	if err := checkObjects(s.Cluster); err != nil {
+		return nil, err
+	}
 	return &s, nil
 }
 
