@@ -59,7 +59,14 @@ func (s RenderSettings) mark() string {
 // it stands after a full sync: setupNFTables' fixed chains, sets and
 // maps, and every service port's chains and elements from
 // syncProxyRules, each in the text form nft lists it back in.
-func Render(v *model.NodeView, s RenderSettings) *Layout {
+//
+// A value it cannot write so that nft reads it back as the same (a
+// setting that is not what it says, a string nft cannot quote) is an
+// error, and nothing of the table may be written.
+func Render(v *model.NodeView, s RenderSettings) (*Layout, error) {
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("nftables render: %w", err)
+	}
 	r := &renderer{s: s, l: newLayout(nftFamily(s.Family)), elems: map[string]map[string]string{}}
 	r.ipX = r.l.Family
 	r.addrType = "ipv4_addr"
@@ -77,7 +84,10 @@ func Render(v *model.NodeView, s RenderSettings) *Layout {
 		}
 		sort.Strings(set.Elements)
 	}
-	return r.l
+	if r.err != nil {
+		return nil, fmt.Errorf("nftables render: %w", r.err)
+	}
+	return r.l, nil
 }
 
 // renderer builds one Layout from a view.
@@ -89,12 +99,15 @@ type renderer struct {
 	// elems are the elements of each set and map, by key: kube-proxy
 	// writes an element once per key, the last value winning.
 	elems map[string]map[string]string
+	// err is the first value that could not be written.
+	err error
 }
 
 // chain makes a regular chain exist and returns it.
 func (r *renderer) chain(name string) *LayoutChain {
 	c, ok := r.l.Chains[name]
 	if !ok {
+		r.checkName(name)
 		c = &LayoutChain{}
 		r.l.Chains[name] = c
 	}
@@ -110,6 +123,7 @@ func (r *renderer) rule(chain string, parts ...string) {
 // set declares a set or map: "key . key" types, and for a map its data
 // type.
 func (r *renderer) set(name, key, data, comment string) {
+	r.checkName(name)
 	s := &LayoutSet{KeyType: strings.Split(key, " . "), Comment: comment}
 	if data != "" {
 		s.IsMap, s.DataType = true, []string{data}
@@ -123,7 +137,7 @@ func (r *renderer) elem(set string, key []string, comment, data string) {
 	k := strings.Join(key, " . ")
 	text := k
 	if comment != "" {
-		text += " comment " + quote(comment)
+		text += " comment " + r.quote(comment)
 	}
 	if data != "" {
 		text += " : " + data
@@ -134,30 +148,9 @@ func (r *renderer) elem(set string, key []string, comment, data string) {
 	r.elems[set][k] = text
 }
 
-// quote is a string as nft quotes it in a listing.
 // localImplemented reports whether a local-traffic detector is in use:
 // kube-proxy leaves its rules out otherwise.
 func (s RenderSettings) localImplemented() bool { return s.LocalIface != "" || s.LocalCIDR != "" }
-
-// notLocal is the detector's match of traffic that is not from a local
-// pod; isLocal of traffic that is.
-func (s RenderSettings) notLocal(ipX string) []string {
-	if s.LocalIface != "" {
-		return []string{"iifname !=", quote(s.LocalIface)}
-	}
-	return []string{ipX, "saddr !=", s.LocalCIDR}
-}
-
-func (s RenderSettings) isLocal(ipX string) []string {
-	if s.LocalIface != "" {
-		return []string{"iifname", quote(s.LocalIface)}
-	}
-	return []string{ipX, "saddr", s.LocalCIDR}
-}
-
-func quote(s string) string {
-	return fmt.Sprintf("%q", s)
-}
 
 // hookChain is one of kube-proxy's chains on a hook.
 type hookChain struct {
@@ -237,9 +230,9 @@ func (r *renderer) setup() {
 	}
 
 	r.set(setClusterIPs, r.addrType, "", "Active ClusterIPs")
-	r.rule("cluster-ips-check", ipX, "daddr @cluster-ips reject comment", quote("Reject traffic to invalid ports of ClusterIPs"))
+	r.rule("cluster-ips-check", ipX, "daddr @cluster-ips reject comment", r.quote("Reject traffic to invalid ports of ClusterIPs"))
 	if len(r.s.ServiceCIDRs) > 0 {
-		r.rule("cluster-ips-check", ipX, "daddr", anonSet(r.s.ServiceCIDRs), "drop comment", quote("Drop traffic to unallocated ClusterIPs"))
+		r.rule("cluster-ips-check", ipX, "daddr", anonSet(r.s.ServiceCIDRs), "drop comment", r.quote("Drop traffic to unallocated ClusterIPs"))
 	}
 
 	if r.s.NodePortIPs != nil {
@@ -271,9 +264,9 @@ func (r *renderer) setup() {
 	case r.s.legacy():
 		// v1.33 masquerades ClusterIP traffic in each service's chain.
 	case r.s.MasqueradeAll:
-		r.rule("services", ipX, "daddr @cluster-ips", r.masquerade(), "comment", quote("masquerade all clusterIP traffic"))
+		r.rule("services", ipX, "daddr @cluster-ips", r.masquerade(), "comment", r.quote("masquerade all clusterIP traffic"))
 	case r.s.localImplemented():
-		r.rule("services", append(append([]string{ipX, "daddr @cluster-ips"}, r.s.notLocal(ipX)...), r.masquerade(), "comment", quote("masquerade clusterIP traffic from outside cluster"))...)
+		r.rule("services", append(append([]string{ipX, "daddr @cluster-ips"}, r.notLocal()...), r.masquerade(), "comment", r.quote("masquerade clusterIP traffic from outside cluster"))...)
 	}
 	r.rule("services", dispatch+mapServiceIPs)
 	if r.s.NodePortIPs == nil {

@@ -202,7 +202,7 @@ func (r *renderer) internalMasquerade(p *model.ServicePort, chain string) {
 	switch {
 	case r.s.MasqueradeAll:
 	case r.s.localImplemented():
-		match = append(match, r.s.notLocal(r.ipX)...)
+		match = append(match, r.notLocal()...)
 	default:
 		return
 	}
@@ -216,13 +216,13 @@ func (r *renderer) externalChain(p *model.ServicePort, ext, cluster, policy stri
 	case !p.ExternalPolicyLocal && r.s.legacy():
 		r.rule(ext, r.masquerade())
 	case !p.ExternalPolicyLocal:
-		r.rule(ext, r.masquerade(), "comment", quote("masquerade"))
+		r.rule(ext, r.masquerade(), "comment", r.quote("masquerade"))
 	default:
 		if r.s.localImplemented() {
-			r.rule(ext, append(r.s.isLocal(r.ipX), "goto", cluster, "comment", quote("short-circuit pod traffic"))...)
+			r.rule(ext, append(r.isLocal(), "goto", cluster, "comment", r.quote("short-circuit pod traffic"))...)
 		}
-		r.rule(ext, "fib saddr type local", r.masquerade(), "comment", quote("masquerade local traffic"))
-		r.rule(ext, "fib saddr type local goto", cluster, "comment", quote("short-circuit local traffic"))
+		r.rule(ext, "fib saddr type local", r.masquerade(), "comment", r.quote("masquerade local traffic"))
+		r.rule(ext, "fib saddr type local goto", cluster, "comment", r.quote("short-circuit local traffic"))
 	}
 	if hasExternal {
 		r.rule(ext, "goto", policy)

@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"fmt"
 	"math/bits"
 	"net/netip"
 	"strconv"
@@ -119,4 +120,47 @@ func nodePortIPsFrom(selectors []string, family string, nodeIPs []string) []stri
 		return nil
 	}
 	return out
+}
+
+// check refuses settings a rule could not hold as what they are: they
+// come from kube-proxy's configuration and from the table the kernel
+// holds, and are written into the nft script.
+func (s RenderSettings) check() error {
+	if s.MasqueradeBit < 0 || s.MasqueradeBit > 31 {
+		return fmt.Errorf("masquerade bit %d is not a bit of a 32-bit mark", s.MasqueradeBit)
+	}
+	if s.LocalIface != "" && !ruleIface(strings.TrimSuffix(s.LocalIface, "*")) {
+		return fmt.Errorf("local-traffic detector's interface %q is not an interface name a rule can hold", s.LocalIface)
+	}
+	for _, c := range append([]string{s.LocalCIDR}, s.ServiceCIDRs...) {
+		if _, err := netip.ParsePrefix(c); c != "" && err != nil {
+			return fmt.Errorf("CIDR %q: %w", c, err)
+		}
+	}
+	addrs := append([]string{}, s.NodePortIPs...)
+	if s.NodeIP != "" {
+		addrs = append(addrs, s.NodeIP)
+	}
+	for _, a := range addrs {
+		if ip, err := netip.ParseAddr(a); err != nil || ip.Zone() != "" {
+			return fmt.Errorf("node address %q is not an IP address a rule can hold", a)
+		}
+	}
+	return nil
+}
+
+// ruleIface reports whether an interface name (or prefix) is one a rule
+// can hold as itself: 1 to 15 bytes of printable ASCII, none of them a
+// blank, a quote, a backslash, '/', ':' or a wildcard, and not starting
+// with '-' or '!'.
+func ruleIface(name string) bool {
+	if name == "" || len(name) > 15 || name == "." || name == ".." || name[0] == '-' || name[0] == '!' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("\"'\\/:+*", c) >= 0 {
+			return false
+		}
+	}
+	return true
 }

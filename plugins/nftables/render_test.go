@@ -65,7 +65,10 @@ func checkSnapshot(t *testing.T, path string, minor int) {
 					t.Errorf("settings read version 1.%d off %q, want 1.%d", set.Minor, a.Config.Version, minor)
 					set.Minor = minor
 				}
-				got := nftables.Render(a.View, set)
+				got, err := nftables.Render(a.View, set)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if diffs := got.Equal(kernel); len(diffs) > 0 {
 					t.Errorf("rendered table differs from the kernel's (settings %+v):\n%s", set, strings.Join(diffs, "\n"))
 				}
@@ -189,7 +192,11 @@ func TestRenderVersionMatters(t *testing.T) {
 	kernel := kernelLayout(t, s, "node1", "IPv4")
 	set := nftables.SettingsFrom(a.Config, "IPv4", []string{"192.0.2.10"}, kernel)
 	set.Minor = 33
-	diffs := nftables.Render(a.View, set).Equal(kernel)
+	got, err := nftables.Render(a.View, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs := got.Equal(kernel)
 	for _, want := range []string{
 		"chain mark-for-masquerade: missing",
 		"set hairpin-connections: extra",

@@ -47,11 +47,18 @@ func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool,
 	if !s.localImplemented() && !s.MasqueradeAll && len(in.View.Ports) > 0 {
 		p.Notes = append(p.Notes, "no cluster CIDR is known (none in kube-proxy's configuration or table): rendered without the local-traffic detector's rules, as kube-proxy does; give --cluster-cidr if the node's kube-proxy has one")
 	}
-	target := Render(in.View, s)
+	target, err := Render(in.View, s)
+	if err != nil {
+		return nil, false, err
+	}
 	p.Target = target
 	p.Changes = layoutChanges(current, target, in.Service)
 	if len(p.Changes) > 0 {
 		p.Payload = Script(current, target, p.Changes)
+		// The dry run shows the refusal a write would meet.
+		if err := CheckScript(current, target, p.Changes, p.Payload); err != nil {
+			return nil, false, err
+		}
 	}
 	return p, true, nil
 }

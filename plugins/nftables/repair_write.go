@@ -63,6 +63,9 @@ func writeLayout(ctx context.Context, family string, target *Layout, service str
 		return p, nil
 	}
 	p.Payload = Script(current, target, p.Changes)
+	if err := CheckScript(current, target, p.Changes, p.Payload); err != nil {
+		return p, err
+	}
 	if err := runNft(ctx, p.Payload, started); err != nil {
 		return p, err
 	}
