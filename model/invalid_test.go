@@ -93,3 +93,30 @@ func TestDecodeObjectsTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestUnusableAddresses: an external IP, ingress IP or source range of
+// the real capture's shop/cart that is no address is left out with a
+// note naming the field and the value, the rest of the Service kept.
+func TestUnusableAddresses(t *testing.T) {
+	cl := loadFixture(t)
+	for i := range cl.Services {
+		if s := &cl.Services[i]; s.Namespace == "shop" && s.Name == "cart" {
+			s.Spec.ExternalIPs = append(s.Spec.ExternalIPs, "198.51.100.300")
+			s.Spec.LoadBalancerSourceRanges = append(s.Spec.LoadBalancerSourceRanges, "203.0.113.0/24 -j ACCEPT")
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: "lb\x1b[2J"})
+		}
+	}
+	v := buildView(t, cl, "node1", "IPv4")
+	for _, want := range []string{
+		`Service shop/cart: spec.externalIPs[0] "198.51.100.300" is not an IP address: left out`,
+		`Service shop/cart: spec.loadBalancerSourceRanges[1] "203.0.113.0/24 -j ACCEPT" is not a CIDR: left out`,
+		`Service shop/cart: status.loadBalancer.ingress[1].ip "lb\x1b[2J" is not an IP address: left out`,
+	} {
+		if !slices.Contains(v.Notes, want) {
+			t.Errorf("notes %q, want %q", v.Notes, want)
+		}
+	}
+	if p := mustPort(t, v, "shop/cart:http", "TCP"); len(p.LoadBalancerIPs) != 1 || len(p.LoadBalancerSourceRanges) != 1 {
+		t.Errorf("cart: %v %v", p.LoadBalancerIPs, p.LoadBalancerSourceRanges)
+	}
+}

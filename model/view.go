@@ -51,6 +51,7 @@ func BuildNodeView(c *snapshot.Cluster, node, family string) (*NodeView, error) 
 		}
 		source := src.source(svc)
 		v.Notes = append(v.Notes, src.notes(svc, fam, source)...)
+		v.Notes = append(v.Notes, unusableValues(svc)...)
 		clusterIP, _ := clusterIPOfFamily(svc, fam)
 		for j := range svc.Spec.Ports {
 			sp := newServicePort(svc, &svc.Spec.Ports[j], fam, clusterIP)
