@@ -11,6 +11,7 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/wording"
 )
 
 // findingsScreen lists every finding of the nodes read, grouped by type
@@ -82,7 +83,7 @@ func (s *findingsScreen) group(a *App, from, to int, style lipgloss.Style, prefi
 			add("  "+a.st.Header.Render(svc), -1)
 			lastSvc = f.Service
 		}
-		for j, line := range strings.Split(ansi.Wrap(f.Message, max(s.width-22, 20), " ,"), "\n") {
+		for j, line := range strings.Split(ansi.Wrap(wording.Printable(f.Message), max(s.width-22, 20), " ,"), "\n") {
 			if j == 0 {
 				add(fmt.Sprintf("    %-12s %s", f.Node, line), i)
 				continue

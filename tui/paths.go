@@ -11,6 +11,7 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/trace"
+	"github.com/svctrace/svctrace/wording"
 )
 
 // pathsScreen is one Service on one node: every frontend, what each
@@ -124,7 +125,7 @@ func (s *pathsScreen) build(a *App) {
 	r := s.r
 	text(st.Title.Render(fmt.Sprintf("%s on %s", r.Service, r.Node)) + st.Dim.Render(fmt.Sprintf("  (%s mode)", orUnknown(r.Mode))))
 	if r.Skipped != "" {
-		text("  " + r.Skipped)
+		text("  " + wording.Printable(r.Skipped))
 	}
 	for _, f := range r.Frontends {
 		text("")
@@ -158,21 +159,21 @@ func (s *pathsScreen) build(a *App) {
 		text("")
 		text(st.Header.Render("From the API objects"))
 		for _, c := range r.Causes {
-			add(pathItem{text: fmt.Sprintf("  %-7s %s: %s", c.Severity, c.Code, c.Message), copy: c.Message, selectable: true})
+			add(pathItem{text: fmt.Sprintf("  %-7s %s: %s", c.Severity, c.Code, wording.Printable(c.Message)), copy: c.Message, selectable: true})
 		}
 	}
 	if len(r.Findings) > 0 {
 		text("")
 		text(st.Drift.Render("Drift on this node"))
 		for _, f := range r.Findings {
-			add(pathItem{text: "  " + st.Drift.Render(f.Type) + ": " + f.Message, copy: f.Message, selectable: true})
+			add(pathItem{text: "  " + st.Drift.Render(f.Type) + ": " + wording.Printable(f.Message), copy: f.Message, selectable: true})
 		}
 	}
 	if len(r.Notes) > 0 {
 		text("")
 		text(st.Header.Render("Notes"))
 		for _, n := range r.Notes {
-			add(pathItem{text: "  " + st.Dim.Render(n), copy: n, selectable: true})
+			add(pathItem{text: "  " + st.Dim.Render(wording.Printable(n)), copy: n, selectable: true})
 		}
 	}
 	rows := make([]string, len(s.items))
@@ -231,7 +232,7 @@ func (s *pathsScreen) rules(st Styles, rs []behavior.Rule) {
 		s.items = append(s.items, pathItem{text: "            " + st.Dim.Render("(no rule recorded)")})
 	}
 	for _, r := range rs {
-		t := r.Text // with the element it matched
+		t := wording.Printable(r.Text) // with the element it matched; a comment's controls escaped
 		// A rule wraps, so its end (the DNAT, the verdict) always shows;
 		// its first line is the one that selects it.
 		const indent = "            "

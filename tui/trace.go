@@ -11,6 +11,7 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/trace"
+	"github.com/svctrace/svctrace/wording"
 )
 
 // traceScreen asks for a packet (node, source, destination, where it
@@ -116,7 +117,7 @@ func (s *traceScreen) build(a *App) {
 			add("", "", false)
 			add(head, b.DNAT, true)
 			for _, h := range b.Hops {
-				for i, line := range strings.Split(ansi.Wrap(trace.HopText(h), max(s.width-8, 20), " ,"), "\n") {
+				for i, line := range strings.Split(ansi.Wrap(wording.Printable(trace.HopText(h)), max(s.width-8, 20), " ,"), "\n") {
 					if h.Shared || h.Line <= 0 {
 						line = a.st.Dim.Render(line)
 					}
@@ -128,11 +129,11 @@ func (s *traceScreen) build(a *App) {
 				}
 			}
 			for _, n := range b.Notes {
-				add("    "+a.st.Dim.Render(n), n, false)
+				add("    "+a.st.Dim.Render(wording.Printable(n)), n, false)
 			}
 		}
 		for _, n := range s.r.Notes {
-			add(a.st.Dim.Render("note: "+n), n, false)
+			add(a.st.Dim.Render("note: "+wording.Printable(n)), n, false)
 		}
 	}
 	s.list.set(rows, sel)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +22,7 @@ import (
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/wording"
 )
 
 // commonOptions are the flags every node-reading command shares.
@@ -365,7 +368,11 @@ func decodeObjectsFile(path string) (*snapshot.Cluster, []string, error) {
 }
 
 // print writes a report object: json and yaml through cli-runtime's
-// printers, text and wide through the given renderer.
+// printers, text and wide through the given renderer, which writes to
+// o.Out. Its text holds strings of the kernel and the API objects (rule
+// comments, names): it is written out only once every control character
+// in it is escaped (wording.PrintableText), so that none reaches the
+// terminal.
 func (o *commonOptions) print(obj runtime.Object, text func(wide bool)) error {
 	switch o.output {
 	case "json":
@@ -373,8 +380,13 @@ func (o *commonOptions) print(obj runtime.Object, text func(wide bool)) error {
 	case "yaml":
 		return (&printers.YAMLPrinter{}).PrintObj(obj, o.Out)
 	}
+	out := o.Out
+	var b strings.Builder
+	o.Out = &b
+	defer func() { o.Out = out }()
 	text(o.output == "wide")
-	return nil
+	_, err := io.WriteString(out, wording.PrintableText(b.String()))
+	return err
 }
 
 // helperImageOr is --helper-image, else the agent DaemonSet's image (the

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
+
+	"github.com/svctrace/svctrace/wording"
 )
 
 // Exit codes, part of the command contract.
@@ -56,10 +58,12 @@ func main() {
 	var ec *exitCodeError
 	if errors.As(err, &ec) {
 		if ec.err != nil {
-			fmt.Fprintln(os.Stderr, "error:", ec.err)
+			fmt.Fprintln(os.Stderr, "error:", wording.PrintableText(ec.err.Error()))
 		}
 		os.Exit(ec.code)
 	}
-	fmt.Fprintln(os.Stderr, "error:", err)
+	// An error can quote a dump or an object: no control character of
+	// theirs reaches the terminal.
+	fmt.Fprintln(os.Stderr, "error:", wording.PrintableText(err.Error()))
 	os.Exit(exitError)
 }
