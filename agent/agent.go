@@ -31,6 +31,9 @@ type Options struct {
 	// KubeProxyMetrics is where kube-proxy serves /metrics and /configz
 	// on the node (host:port).
 	KubeProxyMetrics string
+	// CheckTimeout is each check's deadline: a check that has not ended
+	// by then is cancelled and counts as failed.
+	CheckTimeout time.Duration
 	// Grace, Quiet, StallAfter and Skew: see settleRules.
 	Grace, Quiet, StallAfter, Skew time.Duration
 	// Log receives the agent's log (nil: discarded).
@@ -40,9 +43,20 @@ type Options struct {
 // DefaultOptions are the agent's defaults for a node.
 func DefaultOptions(node string) Options {
 	return Options{Node: node, Family: "IPv4", Interval: time.Minute, Debounce: 2 * time.Second, MinGap: 5 * time.Second,
+		CheckTimeout:     DefaultCheckTimeout,
 		KubeProxyMetrics: inspect.DefaultKubeProxyMetricsAddress,
 		Grace:            2 * time.Minute, Quiet: 5 * time.Second, StallAfter: 3 * time.Minute, Skew: time.Second}
 }
+
+// DefaultCheckTimeout is a check's deadline unless set: a 10,000-Service
+// node's check takes seconds.
+const DefaultCheckTimeout = 2 * time.Minute
+
+// StaleAfter is how long the agent may go without finishing a check
+// before it counts as stuck (/livez fails): three periods and one check's
+// deadline, so that a check that ends late, or two that fail at once,
+// are not taken for a hang.
+func (o Options) StaleAfter() time.Duration { return 3*o.Interval + o.CheckTimeout }
 
 // Agent checks one node. Status is safe to call from any goroutine.
 type Agent struct {
@@ -52,6 +66,8 @@ type Agent struct {
 	reader *inspect.RuleReader // every check's read of the kernel's rules
 	pokes  chan struct{}
 	status atomic.Pointer[Status]
+	// step is one check, given its deadline (checkOnce; tests replace it).
+	step func(context.Context) *Check
 
 	// The loop's own state, used by one goroutine.
 	tracker      syncTracker
@@ -67,13 +83,17 @@ func New(cs kubernetes.Interface, o Options) (*Agent, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.CheckTimeout <= 0 {
+		o.CheckTimeout = DefaultCheckTimeout
+	}
 	a := &Agent{opts: o, cs: cs, reader: inspect.NewRuleReader(), pokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
+	a.step = a.checkOnce
 	w, err := inspect.NewWatcher(cs, o.Node, a.poke)
 	if err != nil {
 		return nil, err
 	}
 	a.w = w
-	a.status.Store(&Status{Node: o.Node, Started: time.Now()})
+	a.status.Store(&Status{Node: o.Node, Started: time.Now(), StaleAfter: o.StaleAfter()})
 	return a, nil
 }
 
@@ -96,7 +116,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.w.Start(ctx); err != nil {
 		return err
 	}
-	a.publish(func(s *Status) { s.Synced = true })
+	a.publish(func(s *Status) { s.Synced, s.SyncedAt = true, time.Now() })
 	a.opts.Log.Info("objects listed; first check", "node", a.opts.Node)
 	var last time.Time
 	for {
@@ -141,9 +161,15 @@ func (a *Agent) publish(change func(*Status)) {
 	a.status.Store(&s)
 }
 
-// check checks the node once and publishes the result.
+// check checks the node once, within CheckTimeout, and publishes the
+// result.
 func (a *Agent) check(ctx context.Context) {
-	c := a.checkOnce(ctx)
+	cctx, cancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
+	c := a.step(cctx)
+	cancel()
+	if c.Err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		c.Err = fmt.Errorf("the check did not end within --check-timeout %v: %w", a.opts.CheckTimeout, c.Err)
+	}
 	if c.Err != nil {
 		a.opts.Log.Error("check failed", "node", a.opts.Node, "err", c.Err)
 	} else {

@@ -14,8 +14,13 @@ type Status struct {
 	Node string
 	// Started is when the agent started.
 	Started time.Time
-	// Synced says the informers have listed every object once.
-	Synced bool
+	// Synced says the informers have listed every object once, and
+	// SyncedAt when they did.
+	Synced   bool
+	SyncedAt time.Time
+	// StaleAfter is how long the agent may go without finishing a check
+	// before it counts as stuck (0: never).
+	StaleAfter time.Duration
 	// Last is the last check made, Good the last that succeeded (nil
 	// before the first).
 	Last, Good *Check
@@ -31,6 +36,28 @@ type Status struct {
 // Ready reports whether the agent's answers can be used: the informers
 // have synced and a check has succeeded.
 func (s *Status) Ready() bool { return s != nil && s.Synced && s.Good != nil }
+
+// Progress is when the agent last finished a check, whether it succeeded
+// or failed; before its first, when it listed the objects (zero: not yet).
+func (s *Status) Progress() time.Time {
+	if s.Last != nil {
+		return s.Last.At.Add(s.Last.Duration)
+	}
+	return s.SyncedAt
+}
+
+// Stale says how long the agent has gone without finishing a check at
+// now, and whether that is longer than StaleAfter: its loop is stuck. An
+// agent that waits for its first list of the objects is not stale: it
+// waits for the API server, which a restart does not bring back.
+func (s *Status) Stale(now time.Time) (time.Duration, bool) {
+	p := s.Progress()
+	if p.IsZero() || s.StaleAfter <= 0 {
+		return 0, false
+	}
+	d := now.Sub(p)
+	return d, d > s.StaleAfter
+}
 
 // Check is one check of the node: kube-proxy's state, the kernel read and
 // the drift found.
