@@ -19,9 +19,10 @@ func ipsetTypes() []string {
 	}
 }
 
-// checkSetType refuses a type ipset does not have, naming what it may
+// checkSetType refuses a type that is no ipset type, naming what it may
 // be the start of: a set whose type is not read matches nothing, and
-// every Service it holds would look missing.
+// every Service it holds would look missing. A type made of ipset's
+// words ("hash:net,port,mac") is taken, as one of a later ipset.
 func checkSetType(set *IPSet, typ token, n int) error {
 	var starts []string
 	for _, t := range ipsetTypes() {
@@ -32,9 +33,29 @@ func checkSetType(set *IPSet, typ token, n int) error {
 			starts = append(starts, t)
 		}
 	}
+	if len(starts) == 0 && ipsetWords(typ.s) {
+		return nil
+	}
 	msg := fmt.Sprintf("set %s: type %q is not an ipset type", set.Name, typ.s)
 	if len(starts) > 0 {
 		msg += fmt.Sprintf(" (cut short? it starts %s)", strings.Join(starts, ", "))
 	}
 	return &ParseError{n, typ.col, msg + ": the dump is damaged, or not ipset's; capture it again with ipset save"}
+}
+
+// ipsetWords reports whether typ is made as ipset makes its types: a
+// method, a colon, and dimensions, each a word ipset uses.
+func ipsetWords(typ string) bool {
+	method, dims, ok := strings.Cut(typ, ":")
+	if !ok || method != "hash" && method != "bitmap" && method != "list" {
+		return false
+	}
+	for _, d := range strings.Split(dims, ",") {
+		switch d {
+		case "ip", "net", "port", "mac", "mark", "iface", "set":
+		default:
+			return false
+		}
+	}
+	return true
 }

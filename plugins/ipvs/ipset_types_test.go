@@ -66,4 +66,9 @@ func TestIPSetTypeOther(t *testing.T) {
 	if len(s.Sets) != len(ipsetTypes()) || len(notes) != 6 {
 		t.Errorf("%d sets, notes %q; want every type, 6 noted (bitmap:ip,mac hash:mac hash:ip,mac hash:ip,mark hash:net,iface list:set)", len(s.Sets), notes)
 	}
+	// A type of ipset's words, as a later ipset may add, is noted too.
+	s, err = ParseIPSets("create L hash:net,port,mac family inet\nadd L 10.0.0.0/8,tcp:80,00:11:22:33:44:55\n")
+	if err != nil || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], `type "hash:net,port,mac" not understood`) {
+		t.Errorf("a later type: %v %q", err, s.Notes)
+	}
 }
