@@ -59,7 +59,8 @@ again and run drift. If the kernel
 does not hold what was written, or a finding the plan fixes is still there, the
 backup is put back. A running kube-proxy that synced within the hour would
 write over the repair: --apply refuses then, unless --force. 'reconcile
-rollback FILE' puts a backup back.
+rollback FILE' puts a backup back. --apply renders from the live API objects
+only: objects from a file (--objects) are for a dry run.
 
 Exit codes: 0 nothing to change (or all of it written and no drift left), 1
 changes listed (dry run) or drift left after --apply, 2 error (a failed write
@@ -69,6 +70,9 @@ is rolled back).`,
   kubectl svctrace reconcile rules --local --node "$(hostname)" --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.apply && o.objectsFile != "" {
+				return errors.New("--apply renders kube-proxy's rules from the live API objects only: not with --objects FILE (a dry run may read them from a file)")
+			}
 			if err := o.completeApply(o.apply, true); err != nil {
 				return err
 			}
