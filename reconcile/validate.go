@@ -195,9 +195,9 @@ func validateEndpoint(owner string, ep model.Endpoint, family string) error {
 	return nil
 }
 
-// validateServices checks the cluster IPs of the Services that get node
-// rules: one that is not an address would leave the Service out of the
-// render, and a repair would then delete its rules.
+// validateServices checks the addresses of the Services that get node
+// rules: one that is not an address would leave the Service, or that
+// address, out of the render, and a repair would then delete its rules.
 func validateServices(c *snapshot.Cluster) error {
 	for i := range c.Services {
 		svc := &c.Services[i]
@@ -211,6 +211,21 @@ func validateServices(c *snapshot.Cluster) error {
 		for j, a := range svc.Spec.ClusterIPs {
 			if err := checkAddr(a, ""); err != "" {
 				return refusal(owner, fmt.Sprintf("spec.clusterIPs[%d]", j), a, err)
+			}
+		}
+		for j, a := range svc.Spec.ExternalIPs {
+			if err := checkAddr(strings.TrimSpace(a), ""); err != "" {
+				return refusal(owner, fmt.Sprintf("spec.externalIPs[%d]", j), a, err)
+			}
+		}
+		for j, ing := range svc.Status.LoadBalancer.Ingress {
+			if err := checkAddr(ing.IP, ""); ing.IP != "" && err != "" {
+				return refusal(owner, fmt.Sprintf("status.loadBalancer.ingress[%d].ip", j), ing.IP, err)
+			}
+		}
+		for j, c := range svc.Spec.LoadBalancerSourceRanges {
+			if err := checkPrefix(strings.TrimSpace(c), ""); err != "" {
+				return refusal(owner, fmt.Sprintf("spec.loadBalancerSourceRanges[%d]", j), c, err)
 			}
 		}
 	}

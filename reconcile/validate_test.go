@@ -81,6 +81,10 @@ func hostileInputs() []hostile {
 		{"clusterIP with a zone", web(func(svc *corev1.Service) {
 			svc.Spec.ClusterIP, svc.Spec.ClusterIPs[0] = "10.96.0.9%eth0", "10.96.0.9%eth0"
 		}), []string{"spec.clusterIP", "zone"}},
+		{"externalIP with a rule", web(func(svc *corev1.Service) { svc.Spec.ExternalIPs = []string{"198.51.100.7 -j ACCEPT"} }),
+			[]string{"spec.externalIPs[0]", "is not an IP address"}},
+		{"source range with a rule", web(func(svc *corev1.Service) { svc.Spec.LoadBalancerSourceRanges = []string{"0.0.0.0/0 -j ACCEPT"} }),
+			[]string{"spec.loadBalancerSourceRanges[0]", "is not a CIDR"}},
 		{"port 0", web(func(svc *corev1.Service) { svc.Spec.Ports[0].Port = 0 }), []string{"spec.ports[].port", `"0"`}},
 		{"port 65536", web(func(svc *corev1.Service) { svc.Spec.Ports[0].Port = 65536 }), []string{"spec.ports[].port", `"65536"`}},
 		{"port -1", web(func(svc *corev1.Service) { svc.Spec.Ports[0].Port = -1 }), []string{"spec.ports[].port", `"-1"`}},
