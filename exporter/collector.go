@@ -83,10 +83,24 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.status()
-	d := c.d
-	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
+	c.collectStatus(ch, s)
+	if s.Good != nil {
+		c.collectFindings(ch, s.Good)
+	}
+}
+
+// gauges sends constant gauges to ch.
+func gauges(ch chan<- prometheus.Metric) func(desc *prometheus.Desc, v float64, labels ...string) {
+	return func(desc *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 	}
+}
+
+// collectStatus sends the metrics of the agent and its last check: a few
+// dozen series, which change with every check and every watch error.
+func (c *Collector) collectStatus(ch chan<- prometheus.Metric, s *agent.Status) {
+	d := c.d
+	gauge := gauges(ch)
 	gauge(d.build, 1, c.version)
 	ch <- prometheus.MustNewConstMetric(d.checks, prometheus.CounterValue, float64(s.Checks))
 	ch <- prometheus.MustNewConstMetric(d.failures, prometheus.CounterValue, float64(s.Failed))
@@ -114,10 +128,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(d.kpStalled, boolValue(kp.Stalled))
 		}
 	}
-	good := s.Good
-	if good == nil {
-		return
-	}
+}
+
+// collectFindings sends the metrics of the last successful check: its
+// findings, one series per Service (and endpoint) with some, as many as
+// the node has Services. They change only when a check succeeds.
+func (c *Collector) collectFindings(ch chan<- prometheus.Metric, good *agent.Check) {
+	d := c.d
+	gauge := gauges(ch)
 	gauge(d.goodTime, seconds(good.At))
 	gauge(d.frontends, float64(good.Frontends))
 	kp := good.KubeProxy

@@ -6,26 +6,23 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/svctrace/svctrace/agent"
 )
 
-// maxScrapes is how many scrapes are served at once; more get HTTP 503.
-const maxScrapes = 256
-
-// Handler serves the agent's endpoints: /metrics, /livez, /readyz (and
-// /healthz, as /livez), and a landing page at /.
+// Handler serves the agent's endpoints: /metrics, /livez (and /healthz, as
+// /livez), /readyz, and a landing page at /. Their bodies say why the
+// agent is not live or ready in general terms only: the errors themselves
+// are in the agent's log, not for whoever reaches the port.
 func Handler(status func() *agent.Status, version string, o Options) http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(status, version, o),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(reg,
-		promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: maxScrapes})))
-	live := func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }
+	mux.Handle("GET /metrics", newScrapes(NewCollector(status, version, o), scrapeWait).handler())
+	live := func(w http.ResponseWriter, _ *http.Request) {
+		if msg := notLive(status(), time.Now()); msg != "" {
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}
 	mux.HandleFunc("GET /livez", live)
 	mux.HandleFunc("GET /healthz", live)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -65,9 +62,20 @@ func notReady(s *agent.Status) string {
 	case !s.Synced:
 		return "not ready: the objects are not listed yet"
 	case s.Good == nil && s.Last != nil:
-		return fmt.Sprintf("not ready: no check has succeeded; the last failed: %v", s.Last.Err)
+		return fmt.Sprintf("not ready: no successful check yet; the last failed at %s (the agent's log says why)",
+			s.Last.At.UTC().Format(time.RFC3339))
 	case s.Good == nil:
-		return "not ready: the first check runs"
+		return "not ready: no successful check yet; the first runs"
+	}
+	return ""
+}
+
+// notLive says why the agent is stuck at now, or "" when it is not: it
+// has finished no check, failed or not, for longer than its bound (three
+// check intervals and the check's deadline).
+func notLive(s *agent.Status, now time.Time) string {
+	if d, stale := s.Stale(now); stale {
+		return fmt.Sprintf("not live: no check has ended for %s, more than %s", d.Round(time.Second), s.StaleAfter)
 	}
 	return ""
 }
