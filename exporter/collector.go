@@ -33,7 +33,7 @@ type Options struct {
 }
 
 type descs struct {
-	build, checkSuccess, checkTime, checkDuration, goodTime, checks, failures,
+	build, staleAfter, checkSuccess, checkTime, checkDuration, goodTime, checks, failures,
 	collectorSuccess, collectorDuration, frontends, drift, pending, serviceDrift, staleConntrack,
 	kpInfo, kpLastSync, kpLag, kpStalled, watchErrors, watchErrorTime, apiReachable, endpointDrift *prometheus.Desc
 }
@@ -46,6 +46,7 @@ func NewCollector(status func() *agent.Status, version string, o Options) *Colle
 	}
 	return &Collector{status: status, version: version, endpoints: o.EndpointLabels, d: descs{
 		build:             d("build_info", "svctrace's version, always 1.", "version"),
+		staleAfter:        d("check_stale_after_seconds", "How long the agent may go without ending a check before /livez fails: three --interval and --check-timeout."),
 		checkSuccess:      d("last_check_success", "Whether the last check of the node succeeded (1) or failed (0)."),
 		checkTime:         d("last_check_timestamp_seconds", "When the last check of the node started, in seconds since the epoch."),
 		checkDuration:     d("last_check_duration_seconds", "How long the last check of the node took."),
@@ -73,7 +74,7 @@ func NewCollector(status func() *agent.Status, version string, o Options) *Colle
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
-	for _, x := range []*prometheus.Desc{d.build, d.checkSuccess, d.checkTime, d.checkDuration, d.goodTime, d.checks, d.failures,
+	for _, x := range []*prometheus.Desc{d.build, d.staleAfter, d.checkSuccess, d.checkTime, d.checkDuration, d.goodTime, d.checks, d.failures,
 		d.collectorSuccess, d.collectorDuration, d.frontends, d.drift, d.pending, d.serviceDrift, d.staleConntrack,
 		d.kpInfo, d.kpLastSync, d.kpLag, d.kpStalled, d.watchErrors, d.watchErrorTime, d.apiReachable, d.endpointDrift} {
 		ch <- x
@@ -102,6 +103,9 @@ func (c *Collector) collectStatus(ch chan<- prometheus.Metric, s *agent.Status) 
 	d := c.d
 	gauge := gauges(ch)
 	gauge(d.build, 1, c.version)
+	if s.StaleAfter > 0 {
+		gauge(d.staleAfter, s.StaleAfter.Seconds())
+	}
 	ch <- prometheus.MustNewConstMetric(d.checks, prometheus.CounterValue, float64(s.Checks))
 	ch <- prometheus.MustNewConstMetric(d.failures, prometheus.CounterValue, float64(s.Failed))
 	ch <- prometheus.MustNewConstMetric(d.watchErrors, prometheus.CounterValue, float64(s.WatchErrors))

@@ -40,7 +40,8 @@ func sampleStatus() *agent.Status {
 		APIErr: errors.New("connection refused"), APIDownSince: t0,
 		Reads:     []inspect.Read{{Collector: "iptables-save/legacy", Duration: 10 * time.Millisecond, Err: errors.New("boom")}},
 		KubeProxy: agent.KubeProxy{MetricsErr: errors.New("connection refused"), MetricsDuration: time.Millisecond}}
-	return &agent.Status{Node: "node1", Started: t0.Add(-time.Hour), Synced: true, Last: last, Good: good, Checks: 7, Failed: 1,
+	return &agent.Status{Node: "node1", Started: t0.Add(-time.Hour), Synced: true, SyncedAt: t0.Add(-59 * time.Minute),
+		StaleAfter: 5 * time.Minute, Last: last, Good: good, Checks: 7, Failed: 1,
 		WatchErrors: 2, LastWatchError: t0.Add(-time.Minute)}
 }
 
