@@ -29,7 +29,7 @@ type RulesBackup struct {
 	Mode    string    `json:"mode"`
 	TakenAt time.Time `json:"takenAt"`
 	// Checksum is "sha256:" and the hex SHA-256 of the saved state (every
-	// field but itself, see backupSum), written with the backup: a file
+	// field but itself, see Sum), written with the backup: a file
 	// cut short or changed since does not match it. It guards against
 	// damage, not against root, who may write the file and its sum.
 	Checksum string                 `json:"checksum"`
@@ -49,9 +49,9 @@ func BackupName(node string, at time.Time) string {
 	return fmt.Sprintf("rules-%s-%s.yaml", node, at.UTC().Format("20060102T150405Z"))
 }
 
-// backupSum is the checksum of a backup's state: SHA-256 over the JSON of
-// every field but Checksum, in the order of the type.
-func backupSum(b *RulesBackup) (string, error) {
+// Sum is the checksum of a backup's state: SHA-256 over the JSON of every
+// field but Checksum, in the order of the type.
+func (b *RulesBackup) Sum() (string, error) {
 	c := *b
 	c.Checksum = ""
 	data, err := json.Marshal(&c)
@@ -80,7 +80,7 @@ func TakeBackup(ctx context.Context, p *RulesPlan, path string, now time.Time) (
 		}
 		b.Families = append(b.Families, part)
 	}
-	sum, err := backupSum(b)
+	sum, err := b.Sum()
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
@@ -165,7 +165,7 @@ func LoadBackup(path string) (*RulesBackup, error) {
 	if b.Checksum == "" {
 		return nil, fmt.Errorf("%s: the backup has no checksum (it was written before svctrace checked its backups): whether it is whole cannot be told, and rolling back to part of a state would delete the rest; refused", path)
 	}
-	sum, err := backupSum(&b)
+	sum, err := b.Sum()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
