@@ -2,14 +2,19 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/svctrace/svctrace/agent"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -20,6 +25,7 @@ import (
 func newNodeStateCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	var node, metrics string
 	var dstStdin bool
+	slots := agent.DefaultReadSlots()
 	cmd := &cobra.Command{
 		Use:    "node-state",
 		Hidden: true,
@@ -48,6 +54,11 @@ func newNodeStateCommand(streams genericiooptions.IOStreams) *cobra.Command {
 				}
 			}
 			ctx := cmd.Context()
+			release, err := takeReadSlot(ctx, slots)
+			if err != nil {
+				return &exitCodeError{code: exitError, err: err}
+			}
+			defer release()
 			s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 				Metadata: snapshot.Metadata{CreationTimestamp: time.Now().UTC(), Source: "live", Generator: "svctrace " + versionString()}}
 			ns, notes, err := inspect.CollectLocal(ctx, node, inspect.LocalOptions{ConntrackDst: dst})
@@ -72,5 +83,22 @@ func newNodeStateCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&node, "node", "", "The node this is")
 	cmd.Flags().StringVar(&metrics, "kube-proxy-metrics-address", inspect.DefaultKubeProxyMetricsAddress, "Where the node's kube-proxy serves /configz")
 	cmd.Flags().BoolVar(&dstStdin, "conntrack-dst-stdin", false, "Keep only the conntrack entries to the addresses on standard input, one per line")
+	cmd.Flags().StringVar(&slots.Dir, "slots-dir", slots.Dir, "Where the reads take their slots (\"\" or a missing directory: no bound)")
+	cmd.Flags().IntVar(&slots.N, "slots", slots.N, "How many reads may run at once")
+	cmd.Flags().DurationVar(&slots.Wait, "slot-wait", slots.Wait, "How long a read waits for a slot before it gives up")
 	return cmd
+}
+
+// takeReadSlot bounds the reads running at once in the agent's container,
+// each holding a node's state under its memory limit. Only the agent's
+// container has the slots' directory: elsewhere (a helper Pod) there is
+// no bound.
+func takeReadSlot(ctx context.Context, slots agent.Slots) (func(), error) {
+	if slots.Dir == "" {
+		return func() {}, nil
+	}
+	if _, err := os.Stat(slots.Dir); errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	return slots.Take(ctx)
 }
