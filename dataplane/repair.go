@@ -2,7 +2,9 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,4 +154,19 @@ func CIDROfFamily(cidrs []string, family string) string {
 		}
 	}
 	return ""
+}
+
+// CheckNodeAddrs refuses a node address a rendered rule could not hold as
+// one address: anything netip does not read as an IP, or one with a zone.
+func CheckNodeAddrs(nodeIP string, nodePortIPs []string) error {
+	addrs := slices.Clone(nodePortIPs)
+	if nodeIP != "" {
+		addrs = append(addrs, nodeIP)
+	}
+	for _, a := range addrs {
+		if ip, err := netip.ParseAddr(a); err != nil || ip.Zone() != "" {
+			return fmt.Errorf("node address %q is not an IP address a rule can hold", a)
+		}
+	}
+	return nil
 }

@@ -137,16 +137,7 @@ func (s RenderSettings) check() error {
 			return fmt.Errorf("CIDR %q: %w", c, err)
 		}
 	}
-	addrs := append([]string{}, s.NodePortIPs...)
-	if s.NodeIP != "" {
-		addrs = append(addrs, s.NodeIP)
-	}
-	for _, a := range addrs {
-		if ip, err := netip.ParseAddr(a); err != nil || ip.Zone() != "" {
-			return fmt.Errorf("node address %q is not an IP address a rule can hold", a)
-		}
-	}
-	return nil
+	return dataplane.CheckNodeAddrs(s.NodeIP, s.NodePortIPs)
 }
 
 // ruleIface reports whether an interface name (or prefix) is one a rule
