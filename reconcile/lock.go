@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // DefaultLockFile is the node-wide lock of reconcile rules --apply and
@@ -42,9 +40,9 @@ func LockNode(path string) (*NodeLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the node's reconcile lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		defer f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
+		if errors.Is(err, errHeld) {
 			return nil, fmt.Errorf("%w (%s; lock %s)", ErrLocked, holder(f), path)
 		}
 		return nil, fmt.Errorf("the node's reconcile lock %s: %w", path, err)
