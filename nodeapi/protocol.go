@@ -89,9 +89,10 @@ func (r NodeStateRequest) args(node string) ([]string, string, error) {
 	return []string{"node-state", "--node", node, "--conntrack-dst-stdin"}, stdin.String(), nil
 }
 
-// args are the svctrace arguments of a rules request, backups kept in dir.
-func (r RulesRequest) args(node, dir string) ([]string, error) {
-	args := []string{"reconcile", "rules", "--local", "--node", node, "--apply", "-o", "json"}
+// args are the svctrace arguments of a rules request of user, backups
+// kept in dir.
+func (r RulesRequest) args(node, dir, user string) ([]string, error) {
+	args := []string{"reconcile", "rules", "--local", "--node", node, "--apply", "-o", "json", "--requested-by=" + user}
 	if r.Service != "" {
 		ns, name, ok := strings.Cut(r.Service, "/")
 		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(name)) > 0 {

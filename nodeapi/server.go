@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,6 +32,11 @@ type Server struct {
 	Log       *slog.Logger
 	// Timeout bounds each request's work (0: 5 minutes).
 	Timeout time.Duration
+	// repairing is held while a repair or a rollback runs: one at a time
+	// starts a process under the agent's memory limit; another is refused
+	// at once (the node's lock would refuse it later anyway, after the
+	// second process had read the whole node).
+	repairing sync.Mutex
 }
 
 // maxBody bounds a request's body: the addresses of every Service of a
@@ -155,10 +161,14 @@ func (s *Server) rules(ctx context.Context, u User, body []byte) (int, any) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return http.StatusBadRequest, Status{Message: "the reconcile rules request: " + err.Error()}
 	}
-	args, err := req.args(s.Node, s.BackupDir)
+	args, err := req.args(s.Node, s.BackupDir, u.Name)
 	if err != nil {
 		return http.StatusBadRequest, Status{Message: err.Error()}
 	}
+	if !s.repairing.TryLock() {
+		return http.StatusConflict, Status{Message: fmt.Sprintf("another repair or rollback of node %s is running through its agent: try again when it has finished", s.Node)}
+	}
+	defer s.repairing.Unlock()
 	s.logf("reconcile rules --apply", "user", u.Name, "groups", u.Groups, "force", req.Force, "service", req.Service)
 	if req.Force {
 		s.logf("reconcile rules --apply --force: kube-proxy's check is skipped at the caller's word", "user", u.Name)
@@ -175,6 +185,10 @@ func (s *Server) rollback(ctx context.Context, u User, body []byte) (int, any) {
 	if err != nil {
 		return http.StatusBadRequest, Status{Message: err.Error()}
 	}
+	if !s.repairing.TryLock() {
+		return http.StatusConflict, Status{Message: fmt.Sprintf("another repair or rollback of node %s is running through its agent: try again when it has finished", s.Node)}
+	}
+	defer s.repairing.Unlock()
 	s.logf("reconcile rollback", "user", u.Name, "groups", u.Groups, "backup", req.Backup)
 	return s.runResult(ctx, args)
 }

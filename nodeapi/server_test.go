@@ -11,6 +11,7 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,7 +165,7 @@ func TestReadCannotRepair(t *testing.T) {
 
 	want := []ranCmd{
 		{[]string{"node-state", "--node", "node1", "--conntrack-dst-stdin"}, "10.96.0.10\nfd00::1\n"},
-		{[]string{"reconcile", "rules", "--local", "--node", "node1", "--apply", "-o", "json", "--service", "default/web",
+		{[]string{"reconcile", "rules", "--local", "--node", "node1", "--apply", "-o", "json", "--requested-by=repairer", "--service", "default/web",
 			"--kube-proxy-version", "v1.36.3", "--backup", "/var/lib/svctrace/backups/b.yaml", "--force"}, ""},
 	}
 	if got := ran(); !slices.EqualFunc(got, want, func(a, b ranCmd) bool { return slices.Equal(a.args, b.args) && a.stdin == b.stdin }) {
@@ -174,6 +175,49 @@ func TestReadCannotRepair(t *testing.T) {
 		if ra.Resource != "nodes" || ra.Subresource != "svctrace" || ra.Name != "node1" {
 			t.Errorf("asked the API server about %+v", ra)
 		}
+	}
+}
+
+// TestOneRepairAtATime: while a repair runs through the agent, another
+// repair or a rollback is refused at once, before a second process starts
+// under the agent's memory limit; after it, the next one runs.
+func TestOneRepairAtATime(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	runs := 0
+	s := &Server{Node: "node1", BackupDir: "/var/lib/svctrace/backups",
+		Run: func(context.Context, []string, string) ([]byte, []byte, int, error) {
+			runs++
+			if runs == 1 {
+				close(entered)
+				<-release
+			}
+			return []byte("{}"), nil, 0, nil
+		}}
+	ctx := t.Context()
+	first := make(chan int, 1)
+	go func() {
+		code, _ := s.rules(ctx, User{Name: "carol"}, []byte(`{}`))
+		first <- code
+	}()
+	<-entered
+	for _, call := range []func() (int, any){
+		func() (int, any) { return s.rules(ctx, User{Name: "dave"}, []byte(`{}`)) },
+		func() (int, any) { return s.rollback(ctx, User{Name: "dave"}, []byte(`{"backup":"b.yaml"}`)) },
+	} {
+		code, body := call()
+		if st, ok := body.(Status); code != http.StatusConflict || !ok || !strings.Contains(st.Message, "another repair or rollback of node node1 is running") {
+			t.Errorf("while a repair runs: %d %+v, want 409 saying another runs", code, body)
+		}
+	}
+	close(release)
+	if code := <-first; code != http.StatusOK {
+		t.Errorf("the first repair: %d", code)
+	}
+	if code, body := s.rollback(ctx, User{Name: "dave"}, []byte(`{"backup":"b.yaml"}`)); code != http.StatusOK {
+		t.Errorf("after it: %d %+v", code, body)
+	}
+	if runs != 2 {
+		t.Errorf("%d processes ran, want 2", runs)
 	}
 }
 

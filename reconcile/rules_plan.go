@@ -50,6 +50,9 @@ type RulesPlan struct {
 	Notes            []string           `json:"notes,omitempty"`
 	// Apply is what --apply did, when it ran.
 	Apply *RulesApply `json:"apply,omitempty"`
+	// Refused says --apply was refused before anything was written (a
+	// running kube-proxy, the node's lock, the backup): the error says why.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // DeepCopyObject implements runtime.Object for the printers.

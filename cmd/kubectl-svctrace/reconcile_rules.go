@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/nodeapi"
 	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
@@ -33,6 +33,11 @@ type reconcileRulesOptions struct {
 	kubeProxyVersion string
 	backend          string
 	backup           string
+	keepBackups      int
+	// requestedBy is who asked for the apply: the agent passes its
+	// authenticated caller; on the node it is the login user.
+	requestedBy string
+	lockFile    string
 }
 
 func newReconcileRulesCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -90,6 +95,11 @@ is rolled back).`,
 	f.StringVar(&o.kubeProxyVersion, "kube-proxy-version", "", "The kube-proxy version whose layout to render (default: the node's kube-proxy's)")
 	f.StringVar(&o.backend, "iptables-backend", "", "The iptables backend to write, legacy or nf_tables (default: the one holding kube-proxy's chains)")
 	f.StringVar(&o.backup, "backup", "", "With --apply: the backup file to write (default: "+reconcile.DefaultBackupDir+"/rules-NODE-TIME.yaml)")
+	f.IntVar(&o.keepBackups, "keep-backups", reconcile.DefaultKeepBackups, "With --apply: how many backups of the node to keep in the backup's directory, the new one included (-1: all)")
+	f.StringVar(&o.requestedBy, "requested-by", "", "Who asked for the apply, for the log (the agent passes its caller)")
+	f.StringVar(&o.lockFile, "lock-file", reconcile.DefaultLockFile, "The node's reconcile lock")
+	_ = f.MarkHidden("requested-by")
+	_ = f.MarkHidden("lock-file")
 	return cmd
 }
 
@@ -117,7 +127,9 @@ func (o *reconcileRulesOptions) run(ctx context.Context) error {
 	}
 	var applyErr error
 	if o.apply && p.Changes() > 0 {
-		applyErr = o.write(ctx, p)
+		if applyErr = o.write(ctx, p); applyErr != nil && p.Apply == nil {
+			p.Refused = true
+		}
 	}
 	if err := o.print(p, func(wide bool) { renderRulesPlan(o.Out, p, wide) }); err != nil {
 		return err
@@ -133,14 +145,18 @@ func (o *reconcileRulesOptions) run(ctx context.Context) error {
 	return nil
 }
 
-// write applies the plan on this node, unless a kube-proxy would fight it.
+// write applies the plan on this node, unless a kube-proxy would fight
+// it: kube-proxy is asked before the plan is shown, and again under the
+// node's lock, right before anything is written.
 func (o *reconcileRulesOptions) write(ctx context.Context, p *reconcile.RulesPlan) error {
+	families := make([]string, 0, len(p.Families))
+	for _, f := range p.Families {
+		families = append(families, f.Family)
+	}
+	check := reconcile.KubeProxyCheck(o.proxyMetrics, families)
 	if !o.force {
-		for _, f := range p.Families {
-			sync, err := inspect.ReadKubeProxySync(ctx, o.proxyMetrics, f.Family)
-			if err := reconcile.CheckKubeProxy(o.proxyMetrics, sync, err, time.Now()); err != nil {
-				return err
-			}
+		if err := check(ctx); err != nil {
+			return err
 		}
 	}
 	now := time.Now()
@@ -160,9 +176,26 @@ func (o *reconcileRulesOptions) write(ctx context.Context, p *reconcile.RulesPla
 				}
 			}
 		},
+		LockFile: o.lockFile, KeepBackups: o.keepBackups,
+		CheckKubeProxy: check, Force: o.force, User: requester(o.requestedBy), Log: o.ErrOut,
 	})
 	p.Apply = res
 	return err
+}
+
+// requester is who asked for an apply: the caller the agent names, or
+// the login user on the node (the one sudo was run by, where it was).
+func requester(given string) string {
+	if given != "" {
+		return "user " + wording.Printable(given) + " (through the node's agent)"
+	}
+	if u := os.Getenv("SUDO_USER"); u != "" {
+		return "local user " + wording.Printable(u) + " (through sudo)"
+	}
+	if u, err := user.Current(); err == nil {
+		return "local user " + wording.Printable(u.Username)
+	}
+	return ""
 }
 
 // applyThroughAgent asks the node's agent, through its API, for the
@@ -234,6 +267,8 @@ func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
 	switch {
 	case p.Apply != nil:
 		renderApply(w, p.Apply)
+	case p.Refused:
+		fmt.Fprintln(w, "apply refused: nothing written (the error says why)")
 	case p.Changes() > 0:
 		fmt.Fprintln(w, "dry run: nothing written (add --apply on the node)")
 	}

@@ -116,7 +116,8 @@ spec:
 		// A repair under a running kube-proxy is refused, and says which.
 		removeEndpointFromRules(t, c, "default/web:http", "default/web/tcp/http", c.pods["web-2"].IP)
 		out, code := c.svctrace(t, "node1", "reconcile", "rules", "--local", "--node", "node1", "--kube-proxy-version", "v1.36.3", "--apply", "--backup", filepath.Join(t.TempDir(), "refused.yaml"))
-		if code != 2 || !strings.Contains(out, "kube-proxy v1.36") || !strings.Contains(out, "synced its rules") || !strings.Contains(out, "--force") {
+		if code != 2 || !strings.Contains(out, "kube-proxy v1.36") || !strings.Contains(out, "synced its rules") || !strings.Contains(out, "--force") ||
+			!strings.Contains(out, "apply refused: nothing written") || strings.Contains(out, "dry run") {
 			t.Errorf("apply under a running kube-proxy: exit %d:\n%s", code, out)
 		}
 		if err := c.StopKubeProxy("node1"); err != nil {
