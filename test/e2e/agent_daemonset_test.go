@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,6 +238,10 @@ spec:
 			!strings.Contains(err.Error(), `User "alice" cannot create resource "pods/exec"`) {
 			t.Errorf("kubectl exec into the agent as alice: %v\n%s", err, out)
 		}
+		// The agent takes the node's xtables lock, the one kube-proxy
+		// takes: the legacy backend's tools work in its read-only
+		// container, and wait while the node's lock is held.
+		checkXtablesLock(t, l, pod)
 		// Bob may find the agents' Pods but read neither the objects nor
 		// a node: each agent refuses him, naming the role he lacks.
 		kubectl("-n", "svctrace", "create", "rolebinding", "svctrace-bob", "--role=svctrace-user", "--user=bob")
@@ -443,6 +448,34 @@ spec:
 		}
 		prom.waitNoAlerts(t, 2*time.Minute)
 	})
+}
+
+// checkXtablesLock runs iptables-legacy, which takes /run/xtables.lock
+// for every command, in the agent's Pod: it succeeds, and while this
+// test holds the node's lock file (the host's: the lab's nodes share its
+// file system) it waits and gives up, as it would for kube-proxy.
+func checkXtablesLock(t *testing.T, l *lab.Lab, pod string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	legacy := []string{"-n", "svctrace", "exec", pod, "--", "iptables-legacy", "-w", "1", "-t", "filter", "-n", "-L", "INPUT"}
+	if out, err := l.Kubectl(ctx, legacy...); err != nil {
+		t.Errorf("iptables-legacy in the agent's Pod: %v\n%s", err, out)
+		return
+	}
+	f, err := os.OpenFile("/run/xtables.lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.Kubectl(ctx, legacy...)
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if err == nil || !strings.Contains(out+err.Error(), "xtables lock") {
+		t.Errorf("iptables-legacy in the agent's Pod while the node's xtables lock is held: %v\n%s", err, out)
+	}
 }
 
 // startRegistry serves an image registry (go-containerregistry's, in this

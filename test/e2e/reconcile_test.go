@@ -165,7 +165,7 @@ func stoppedMidApply(t *testing.T, c *cluster, state func() string, repaired str
 	if got != repaired && got != old {
 		t.Fatalf("stopped during the write, the kernel holds a mix:\n%s", lineDiff(repaired, got))
 	}
-	out, err := c.Exec("node1", c.bin, "reconcile", "rollback", "--node", "node1", second)
+	out, err := c.Exec("node1", c.bin, "reconcile", "rollback", "--local", "--node", "node1", second)
 	if err != nil {
 		t.Fatalf("rollback: %v:\n%s", err, out)
 	}
