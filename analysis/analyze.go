@@ -146,6 +146,7 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		return nil, err
 	}
 	a.Notes = slices.Insert(a.Notes, planeNotes, a.Plane.Notes()...)
+	a.Notes = uniqueNotes(a.Notes)
 	entries, haveCT, err := conntrackEntries(ns, family)
 	if err != nil {
 		return nil, err
@@ -163,6 +164,18 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	a.Findings = foldOrphans(append(a.Findings, textFindings...))
 	a.Findings = behavior.Merge(a.Findings)
 	return a, nil
+}
+
+// uniqueNotes keeps the first of notes that are the same.
+func uniqueNotes(notes []string) []string {
+	seen := make(map[string]bool, len(notes))
+	return slices.DeleteFunc(notes, func(n string) bool {
+		if seen[n] {
+			return true
+		}
+		seen[n] = true
+		return false
+	})
 }
 
 // modelResult is the API objects an analysis works on (narrowed to a
@@ -248,6 +261,9 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 	}
 	in.NoRules, in.HairpinDueOnly = o.Lean, o.Lean
 	a.Observed = dataplane.Observe(a.Plane, in)
+	// What the walks assumed; the plane's own notes among them are
+	// dropped below, where the plane's notes are taken.
+	a.Notes = append(a.Notes, a.Observed.Notes...)
 	if u, ok := a.Plane.(dataplane.Unchecked); ok && a.Expected != nil && u.Unchecked() != "" {
 		// The plane's notes say why.
 		a.Unchecked = u.Unchecked()

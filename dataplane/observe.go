@@ -111,11 +111,12 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 			due[in.Expected[i].Key] = &in.Expected[i]
 		}
 	}
-	observeAll(w, describe, env, space, keys, order, due)
+	assumed := observeAll(w, describe, env, space, keys, order, due)
 	for _, k := range order {
 		t.Frontends = append(t.Frontends, *keys[k])
 	}
 	t.Notes = append(t.Notes, p.Notes()...)
+	t.Notes = append(t.Notes, assumed...)
 	t.Sort()
 	return t
 }
@@ -411,6 +412,10 @@ type walks struct {
 	aw   AppendWalker
 	seen map[walkKey][]Branch
 	buf  []Branch
+	// assumed are the walks' notes (Branch.Notes: what a walker assumed
+	// where the dump did not tell), each once, in the order met.
+	assumed     []string
+	assumedSeen map[string]bool
 }
 
 type walkKey struct {
@@ -444,14 +449,33 @@ func (w *walks) walk(p Packet, o WalkOptions) []Branch {
 	return br
 }
 
+// keepNotes keeps the notes of branches walked.
+func (w *walks) keepNotes(br []Branch) {
+	for _, b := range br {
+		for _, n := range b.Notes {
+			if !w.assumedSeen[n] {
+				if w.assumedSeen == nil {
+					w.assumedSeen = map[string]bool{}
+				}
+				w.assumedSeen[n] = true
+				w.assumed = append(w.assumed, n)
+			}
+		}
+	}
+}
+
 // fresh walks p.
 func (w *walks) fresh(p Packet, o WalkOptions) []Branch {
+	var br []Branch
 	if w.aw == nil {
-		return w.w.WalkWith(p, o)
+		br = w.w.WalkWith(p, o)
+	} else {
+		n := len(w.buf)
+		w.buf = w.aw.AppendWalk(w.buf, p, o)
+		br = w.buf[n:len(w.buf):len(w.buf)]
 	}
-	n := len(w.buf)
-	w.buf = w.aw.AppendWalk(w.buf, p, o)
-	return w.buf[n:len(w.buf):len(w.buf)]
+	w.keepNotes(br)
+	return br
 }
 
 // reset forgets the walks so far, for another frontend's: the branches
@@ -475,13 +499,17 @@ func scope(w Walker) (Walker, func()) {
 // are independent, and a plane's walker and Describe are safe for
 // concurrent use. The frontends of one Service are observed together, in
 // one scope (see ScopedWalker): they walk the same chains.
-func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.ProbeSpace, keys map[behavior.Key]*behavior.Frontend, order []behavior.Key, due map[behavior.Key]*behavior.Frontend) {
+// It returns the notes of the walks (what the walker assumed), each once.
+func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.ProbeSpace, keys map[behavior.Key]*behavior.Frontend, order []behavior.Key, due map[behavior.Key]*behavior.Frontend) []string {
 	groups := byService(keys, order)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(groups)) {
+	workers := min(runtime.GOMAXPROCS(0), len(groups))
+	notes := make([][]string, workers)
+	for worker := range workers {
 		wg.Go(func() {
 			ws := newWalks(w)
+			defer func() { notes[worker] = ws.assumed }()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(groups) {
@@ -498,6 +526,16 @@ func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.P
 		})
 	}
 	wg.Wait()
+	var out []string
+	for _, ns := range notes {
+		for _, n := range ns {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // byService groups the frontends by Service, in the order of their first

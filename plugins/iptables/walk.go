@@ -224,6 +224,10 @@ type Walker struct {
 	noMemo bool
 	// ext is what another plane adds to the walk (NewWalkerWith).
 	ext Extensions
+	// fixed are kube-proxy's fixed chains, assumed where an excerpt jumps
+	// to them without holding them (assume.go); nil when the dump holds
+	// them all.
+	fixed *Ruleset
 }
 
 // hookChains are a hook's built-in chain name (in capitals) and, for each
@@ -248,6 +252,12 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 			hc.chains = append(hc.chains, rs.Chain(t, hc.name))
 		}
 		w.hooks[h] = hc
+	}
+	for _, name := range []string{"KUBE-MARK-MASQ", "KUBE-MARK-DROP", "KUBE-POSTROUTING"} {
+		if rs.Chain("nat", name) == nil {
+			w.fixed, _ = assumedChains(14)
+			break
+		}
 	}
 	return w
 }
@@ -564,6 +574,11 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		target = w.rs.Chain(table, r.Target)
 	}
 	if target == nil {
+		if target = w.assumed(table, r.Target); target != nil {
+			s.note("%s", assumedNote(target))
+		}
+	}
+	if target == nil {
 		if strings.HasPrefix(r.Target, "KUBE-") {
 			// Only an excerpt can jump to a chain it does not hold (the
 			// kernel refuses such a rule): the branch ends there.
@@ -732,7 +747,7 @@ func (w *Walker) excerptEntry(s *state, table, hook string) *Chain {
 	}[hook]
 	c := &Chain{Name: hook, Builtin: true, Policy: "ACCEPT"}
 	for _, name := range entries {
-		if w.rs.Chain(table, name) == nil {
+		if w.rs.Chain(table, name) == nil && w.assumed(table, name) == nil {
 			continue
 		}
 		c.rules = append(c.rules, &Rule{Table: "nat", Chain: hook, Target: name, Raw: "(assumed) -A " + hook + " -j " + name})
