@@ -19,6 +19,9 @@ type Ruleset struct {
 	Family string
 	// Backend is "nf_tables" or "legacy" when the dump's header says so.
 	Backend string
+	// Excerpt, when set, says why the dump is only part of the node's
+	// rules (no table headers): what it lacks proves nothing.
+	Excerpt string
 	Tables  map[string]*Table
 	// TableOrder lists table names in the order they appeared.
 	TableOrder []string

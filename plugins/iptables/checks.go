@@ -89,6 +89,9 @@ func checkedChains(rs *Ruleset, t *Table, orphans []int) []*Chain {
 
 // orphans are orphanChains, or the digest's.
 func (rs *Ruleset) orphans() map[string][]int {
+	if rs.Excerpt != "" {
+		return nil
+	}
 	if rs.facts != nil {
 		return rs.facts.orphans
 	}

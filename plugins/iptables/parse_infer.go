@@ -88,6 +88,25 @@ func inferTargetVerdict(target string, ambiguous bool) tableVerdict {
 	return tableVerdict{}
 }
 
+// excerptReason says why headerless lines are an excerpt rather than
+// iptables -S of whole tables, which declares each chain (-N, or -P for a
+// built-in one) before its rules: a chain with rules and no declaration
+// ("" when every chain has one).
+func excerptReason(lines []pendingLine) string {
+	declared := map[string]bool{}
+	for _, it := range lines {
+		if it.rule == nil {
+			declared[it.chain] = true
+		}
+	}
+	for _, it := range lines {
+		if it.rule != nil && !declared[it.chain] {
+			return fmt.Sprintf("rules of chain %s without its -N or -P line", it.chain)
+		}
+	}
+	return ""
+}
+
 // placePending files the headerless lines: into opts.Table when given,
 // else into the table inferred per chain (per rule for KUBE-SERVICES and
 // KUBE-NODEPORTS), and notes what was inferred and why.
@@ -95,6 +114,7 @@ func (p *dumpParser) placePending() {
 	if len(p.pending) == 0 {
 		return
 	}
+	p.rs.Excerpt = excerptReason(p.pending)
 	if p.opts.Table != "" {
 		for i := range p.pending {
 			p.place(p.opts.Table, &p.pending[i])

@@ -79,6 +79,9 @@ func (p *Plane) Infer() dataplane.Inferred {
 // Notes implements dataplane.Plane.
 func (p *Plane) Notes() []string {
 	var out []string
+	if p.Rules.Excerpt != "" {
+		out = append(out, "an excerpt of the rules ("+p.Rules.Excerpt+"): a chain no rule of it jumps to may be jumped to by a rule left out, so none is reported as orphaned")
+	}
 	for _, n := range p.Rules.AllNotes() {
 		out = append(out, n.String())
 	}

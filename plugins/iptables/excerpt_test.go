@@ -1,0 +1,59 @@
+package iptables
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/svctrace/svctrace/behavior"
+)
+
+// TestExcerptProvesNoOrphan: in a grep excerpt, a chain no rule jumps to
+// proves nothing (the jump may be cut out), so no OrphanChain is found,
+// and the plane says why; iptables -S of the whole table declares every
+// chain, and the same chain unreachable there is an orphan.
+func TestExcerptProvesNoOrphan(t *testing.T) {
+	const capture = "../../testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt"
+	// The endpoint chain of 10.244.0.5 without the Service's rule that
+	// jumps to it: what a grep of the chain's own rules gives.
+	excerpt := grepExcerpt(t, capture, "-A KUBE-SEP-DFWPZSRRP22P56ON ")
+	rs, err := ParseString("excerpt", excerpt, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Excerpt == "" {
+		t.Fatalf("a grep excerpt is not taken for one:\n%s", excerpt)
+	}
+	for _, f := range TextChecks(rs, "node1", "iptables") {
+		if f.Type == behavior.OrphanChain {
+			t.Errorf("excerpt: %s", f.Message)
+		}
+	}
+	if notes := (&Plane{Rules: rs}).Notes(); len(notes) == 0 || !strings.HasPrefix(notes[0], "an excerpt of the rules (rules of chain ") {
+		t.Errorf("notes %q, want the excerpt's first", notes)
+	}
+
+	// The same chain, declared, in iptables -S form of the whole table,
+	// where nothing jumps to it.
+	sep := strings.Fields(excerpt)[1]
+	var whole []string
+	whole = append(whole, "-P PREROUTING ACCEPT", "-N "+sep)
+	for _, l := range strings.Split(strings.TrimSpace(excerpt), "\n") {
+		if strings.HasPrefix(l, "-A "+sep+" ") {
+			whole = append(whole, l)
+		}
+	}
+	rs, err = ParseString("iptables -t nat -S", strings.Join(whole, "\n")+"\n", ParseOptions{Table: "nat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Excerpt != "" {
+		t.Errorf("iptables -S with every chain declared taken for an excerpt: %s", rs.Excerpt)
+	}
+	var orphan bool
+	for _, f := range TextChecks(rs, "node1", "iptables") {
+		orphan = orphan || f.Type == behavior.OrphanChain
+	}
+	if !orphan {
+		t.Errorf("iptables -S: chain %s, declared and unreachable, is not an orphan", sep)
+	}
+}
