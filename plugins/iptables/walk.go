@@ -224,9 +224,9 @@ type Walker struct {
 	noMemo bool
 	// ext is what another plane adds to the walk (NewWalkerWith).
 	ext Extensions
-	// fixed are kube-proxy's fixed chains, assumed where an excerpt jumps
-	// to them without holding them (assume.go); nil when the dump holds
-	// them all.
+	// fixed are kube-proxy's fixed chains and its jumps from the built-in
+	// chains, assumed where an excerpt lacks them (assume.go); nil when
+	// the dump lacks none of them.
 	fixed *Ruleset
 }
 
@@ -253,12 +253,7 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 		}
 		w.hooks[h] = hc
 	}
-	for _, name := range []string{"KUBE-MARK-MASQ", "KUBE-MARK-DROP", "KUBE-POSTROUTING"} {
-		if rs.Chain("nat", name) == nil {
-			w.fixed, _ = assumedChains(14)
-			break
-		}
-	}
+	w.fixed = assumedFor(rs)
 	return w
 }
 
@@ -730,31 +725,4 @@ func joinHostPort(host, port string) string {
 		return "[" + host + "]:" + port
 	}
 	return host + ":" + port
-}
-
-// excerptEntry stands in for a built-in nat chain an excerpt of rules does
-// not have (iptables -S lines pasted from a ticket): the walk enters
-// kube-proxy's chains as its jump rules would, and says so. The userspace
-// proxier's chains are entered the same way.
-func (w *Walker) excerptEntry(s *state, table, hook string) *Chain {
-	if table != "nat" {
-		return nil
-	}
-	entries := map[string][]string{
-		"PREROUTING":  {"KUBE-SERVICES", "KUBE-PORTALS-CONTAINER", "KUBE-NODEPORT-CONTAINER"},
-		"OUTPUT":      {"KUBE-SERVICES", "KUBE-PORTALS-HOST", "KUBE-NODEPORT-HOST"},
-		"POSTROUTING": {"KUBE-POSTROUTING"},
-	}[hook]
-	c := &Chain{Name: hook, Builtin: true, Policy: "ACCEPT"}
-	for _, name := range entries {
-		if w.rs.Chain(table, name) == nil && w.assumed(table, name) == nil {
-			continue
-		}
-		c.rules = append(c.rules, &Rule{Table: "nat", Chain: hook, Target: name, Raw: "(assumed) -A " + hook + " -j " + name})
-	}
-	if len(c.rules) == 0 {
-		return nil
-	}
-	s.note("the dump has no nat %s chain: entered kube-proxy's chains as its jump rules would", hook)
-	return c
 }
