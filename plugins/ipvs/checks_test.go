@@ -2,6 +2,7 @@ package ipvs
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,5 +119,63 @@ func TestUncheckedWithoutSets(t *testing.T) {
 	}
 	if _, ok := p.Walker(nil).(*Walker); !ok {
 		t.Errorf("the walk without ipsets is %T, want the IPVS table's alone", p.Walker(nil))
+	}
+}
+
+// TestNodePortsFromTheTableAlone: given only the IPVS table of the lab's
+// node (ipvsadm -Ln, as pasted in a ticket), a virtual server on a
+// loopback address is a NodePort, one whose port is in the NodePort range
+// is taken for one, saying so, and a Service address stays a ClusterIP;
+// on the whole state the node's addresses decide, and nothing is guessed.
+func TestNodePortsFromTheTableAlone(t *testing.T) {
+	ns := labNode(t)
+	whole := map[string]behavior.FrontendKind{}
+	pl, err := Loader{}.Load(ns, "IPv4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range pl.Frontends() {
+		whole[f.Key.IP+":"+strconv.Itoa(int(f.Key.Port))] = f.Key.Kind
+	}
+	if notes := pl.Notes(); slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "taken for a NodePort") }) {
+		t.Errorf("the whole state guesses: %q", notes)
+	}
+	ns.Dumps = slices.DeleteFunc(ns.Dumps, func(d snapshot.Dump) bool { return d.Collector != snapshot.CollectorIPVS })
+	ns.Addresses = nil
+	// Older releases also opened NodePorts on 127.0.0.1 in ipvs mode (a
+	// table pasted in a ticket shows 127.0.0.1:30449): the same virtual
+	// server there.
+	edit(t, ns, snapshot.CollectorIPVS, func(s string) string {
+		return strings.Replace(s, "TCP  10.0.2.15:30080 rr", "TCP  127.0.0.1:30080 rr\nTCP  10.0.2.15:30080 rr", 1)
+	})
+	whole["127.0.0.1:30080"] = behavior.NodePort
+	pl, err = Loader{}.Load(ns, "IPv4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodePorts, loopback := 0, 0
+	for _, f := range pl.Frontends() {
+		addr := f.Key.IP + ":" + strconv.Itoa(int(f.Key.Port))
+		if want := whole[addr]; f.Key.Kind != want {
+			t.Errorf("%s: %s from the table alone, %s from the whole state", addr, f.Key.Kind, want)
+		}
+		if f.Key.Kind == behavior.NodePort {
+			nodePorts++
+			if strings.HasPrefix(f.Key.IP, "127.") {
+				loopback++
+			}
+		}
+	}
+	if nodePorts == 0 || loopback == 0 || nodePorts == loopback {
+		t.Fatalf("the lab's table has %d NodePorts, %d on loopback: the test needs both kinds", nodePorts, loopback)
+	}
+	guesses := 0
+	for _, n := range pl.Notes() {
+		if strings.Contains(n, "taken for a NodePort: its port is in the default NodePort range") {
+			guesses++
+		}
+	}
+	if guesses != nodePorts-loopback {
+		t.Errorf("%d guesses noted, want %d: %q", guesses, nodePorts-loopback, pl.Notes())
 	}
 }

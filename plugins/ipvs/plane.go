@@ -115,10 +115,40 @@ func (p *Plane) Frontends() []behavior.Frontend {
 // key is the frontend of a virtual server with an address.
 func (p *Plane) key(v *Virtual) behavior.Key {
 	kind := behavior.ClusterIP
-	if p.nodeAddrs[v.Addr.Addr()] {
+	if nodePort, _ := p.isNodePort(v); nodePort {
 		kind = behavior.NodePort
 	}
 	return behavior.Key{Kind: kind, IP: v.Addr.Addr().String(), Port: int32(v.Addr.Port()), Protocol: v.Protocol}
+}
+
+// isNodePort tells a NodePort's virtual server from a Service address's:
+// ipvs mode opens a NodePort on the node's own addresses, loopback
+// included, and binds every cluster, external and load-balancer address
+// on kube-ipvs0 (one missing there is drift, not a NodePort). With
+// neither the node's addresses nor kube-ipvs0's in the state, a port in
+// the default NodePort range is taken for a NodePort, and guessed says
+// so.
+func (p *Plane) isNodePort(v *Virtual) (nodePort, guessed bool) {
+	a := v.Addr.Addr()
+	switch {
+	case p.nodeAddrs[a], a.IsLoopback():
+		return true, false
+	case !p.vipsKnown && len(p.nodeAddrs) == 0 && v.Addr.Port() >= 30000 && v.Addr.Port() <= 32767:
+		return true, true
+	}
+	return false, false
+}
+
+// guessedNodePorts say which virtual servers were taken for NodePorts by
+// their port alone.
+func (p *Plane) guessedNodePorts() []string {
+	var out []string
+	for _, v := range p.table.Virtuals {
+		if _, guessed := p.isNodePort(v); guessed && v.Protocol != "" {
+			out = append(out, fmt.Sprintf("virtual server %s %s taken for a NodePort: its port is in the default NodePort range (30000-32767), and the state has neither the node's addresses nor kube-ipvs0's, which would tell", v.Protocol, v.Addr))
+		}
+	}
+	return out
 }
 
 // Checks are the mode's own troubles that need no API objects: a virtual
@@ -265,6 +295,7 @@ func (p *Plane) Notes() []string {
 	if p.rules != nil {
 		out = append(out, p.rules.Notes()...)
 	}
+	out = append(out, p.guessedNodePorts()...)
 	if why := p.Unchecked(); why != "" {
 		out = append(out, why)
 	}
