@@ -143,7 +143,8 @@ func assumedNote(c *Chain) string {
 // excerpt does not have: the walk enters the excerpt's kube-proxy chains
 // as kube-proxy's jump rules would, and says so. The jump to
 // KUBE-NODEPORTS, the last rule of KUBE-SERVICES, is assumed only where no
-// rule of the excerpt jumps there.
+// rule of the excerpt jumps there, and KUBE-POSTROUTING only where a rule
+// of it marks packets for it.
 func (w *Walker) excerptEntry(s *state, table, hook string) *Chain {
 	if w.fixed == nil {
 		return nil
@@ -158,6 +159,10 @@ func (w *Walker) excerptEntry(s *state, table, hook string) *Chain {
 			continue
 		}
 		if table == "nat" && r.Target == "KUBE-NODEPORTS" && w.jumpedTo(table, r.Target) {
+			continue
+		}
+		if r.Target == "KUBE-POSTROUTING" && w.rs.Chain(table, r.Target) == nil && !w.jumpedTo(table, "KUBE-MARK-MASQ") {
+			// Nothing of the excerpt marks a packet for it.
 			continue
 		}
 		c.rules = append(c.rules, r)

@@ -34,6 +34,10 @@ var perServicePrefixes = []string{PrefixSVC, PrefixSVL, PrefixEXT, PrefixFW, Pre
 // ("" when unknown).
 func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 	var out []behavior.Finding
+	inferred := mode == ""
+	if inferred {
+		mode = modeFromChains(rs)
+	}
 	orphans := rs.orphans()
 	for _, tname := range rs.TableOrder {
 		t := rs.Tables[tname]
@@ -50,12 +54,16 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 					Message:  fmt.Sprintf("chain %s/%s is not jumped to by any rule: kube-proxy did not clean it up", tname, cname),
 				})
 			}
-			if kind := leftoverKind(cname, mode); kind != "" {
+			if kind := leftoverKind(cname, mode); kind != "" && mode != "" {
+				how := ""
+				if inferred {
+					how = " (inferred from the dump's chains: the mode was not given)"
+				}
 				out = append(out, behavior.Finding{
 					Type: behavior.LeftoverRules, Node: node, Service: chainService(c),
 					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s (%s) with %d rules", tname, cname, kind, c.Len()),
 					Rules:   chainRules(c),
-					Message: fmt.Sprintf("chain %s/%s belongs to the %s; it is a leftover on a node whose kube-proxy runs in %s mode", tname, cname, kind, modeName(mode)),
+					Message: fmt.Sprintf("chain %s/%s belongs to the %s; it is a leftover on a node whose kube-proxy runs in %s mode%s", tname, cname, kind, mode, how),
 				})
 			}
 		}
@@ -162,6 +170,9 @@ func countKube(rs *Ruleset) int {
 }
 
 func leftoverKind(chain, mode string) string {
+	if mode == "userspace" {
+		return ""
+	}
 	for _, c := range userspaceChains {
 		if chain == c {
 			return "userspace proxier (removed in Kubernetes 1.26)"
@@ -178,11 +189,31 @@ func leftoverKind(chain, mode string) string {
 	return ""
 }
 
-func modeName(mode string) string {
-	if mode == "" {
-		return "iptables"
+// modeFromChains is the mode of kube-proxy whose chains a dump holds,
+// where the mode is not known otherwise: iptables with its per-Service
+// chains (which no other mode writes), else ipvs with its chains, else
+// userspace with the userspace proxier's; "" with none of them. A finding
+// made on it says it was inferred.
+func modeFromChains(rs *Ruleset) string {
+	nat := rs.Tables["nat"]
+	if nat == nil {
+		return ""
 	}
-	return mode
+	has := func(names []string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return nat.Chain(n) != nil })
+	}
+	for _, c := range nat.chains() {
+		if strings.HasPrefix(c.Name, PrefixSVC) || strings.HasPrefix(c.Name, PrefixSEP) {
+			return "iptables"
+		}
+	}
+	switch {
+	case has(ipvsChains):
+		return "ipvs"
+	case has(userspaceChains):
+		return "userspace"
+	}
+	return ""
 }
 
 func hasAnyPrefix(s string, ps []string) bool {

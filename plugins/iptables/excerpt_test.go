@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -55,5 +56,45 @@ func TestExcerptProvesNoOrphan(t *testing.T) {
 	}
 	if !orphan {
 		t.Errorf("iptables -S: chain %s, declared and unreachable, is not an orphan", sep)
+	}
+}
+
+// TestLeftoversOnlyOfAnotherMode: where the mode is not given, it is
+// inferred from the chains: the userspace proxier's chains alone are that
+// mode's, no leftover; beside iptables mode's per-Service chains they are
+// leftovers, and the finding says the mode was inferred.
+func TestLeftoversOnlyOfAnotherMode(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/seeds/userspace-mode.nat-rules.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	userspace := string(data)
+	mixed := userspace + grepExcerpt(t, "../../testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt", "default/nginx:http")
+	for _, c := range []struct {
+		name, text, mode string
+		leftovers        int
+		inferred         bool
+	}{
+		{"userspace alone, mode unknown", userspace, "", 0, false},
+		{"userspace beside iptables mode's chains, mode unknown", mixed, "", 4, true},
+		{"userspace alone, iptables mode given", userspace, "iptables", 4, false},
+	} {
+		rs, err := ParseString(c.name, c.text, ParseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range TextChecks(rs, "node1", c.mode) {
+			if f.Type != behavior.LeftoverRules {
+				continue
+			}
+			n++
+			if got := strings.Contains(f.Message, "inferred from the dump's chains"); got != c.inferred {
+				t.Errorf("%s: %s", c.name, f.Message)
+			}
+		}
+		if n != c.leftovers {
+			t.Errorf("%s: %d leftovers, want %d", c.name, n, c.leftovers)
+		}
 	}
 }
