@@ -1,6 +1,8 @@
 package ipvs
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -32,10 +34,12 @@ type delta struct {
 	// server key.
 	addReals, setReals, delReals map[string][]Real
 	addAddrs, delAddrs           []netip.Prefix
-	// rules are the iptables changes, and rulesPayload their restore
-	// input.
+	// rules are the iptables changes, rulesPayload their restore input
+	// and rulesTarget the layout they were made toward, whose ownership
+	// (ipvs mode's) says which chains the payload may touch.
 	rules        []dataplane.Change
 	rulesPayload string
+	rulesTarget  *iptables.Layout
 	// notes say what differs that a repair leaves alone.
 	notes []string
 }
@@ -159,6 +163,7 @@ func diff(cur *State, t *Target, service string) *delta {
 		}
 		if cur.Rules != nil {
 			d.rules, d.rulesPayload = iptables.LayoutDiff(cur.Rules, t.Rules)
+			d.rulesTarget = t.Rules
 		}
 	}
 	return d
@@ -181,4 +186,21 @@ func serviceName(spn string) string {
 func (d *delta) empty() bool {
 	return len(d.newSets)+len(d.addMembers)+len(d.delMembers)+len(d.newVirtuals)+len(d.setVirtuals)+len(d.delVirtuals)+
 		len(d.addReals)+len(d.setReals)+len(d.delReals)+len(d.addAddrs)+len(d.delAddrs)+len(d.rules) == 0
+}
+
+// checkRules reads the iptables part of the write back with the iptables
+// plane's parser before it is written (iptables.CheckPayload, with ipvs
+// mode's ownership: its chains and its jumps to them), and refuses one
+// that does anything but the delta's rule changes.
+func (d *delta) checkRules() error {
+	if d.rulesPayload == "" && len(d.rules) == 0 {
+		return nil
+	}
+	if d.rulesTarget == nil {
+		return errors.New("ipvs mode's iptables rules: the payload has no render to be checked against: refusing to write it")
+	}
+	if err := iptables.CheckPayload(d.rulesTarget, d.rules, d.rulesPayload, false); err != nil {
+		return fmt.Errorf("ipvs mode's iptables rules: %w", err)
+	}
+	return nil
 }

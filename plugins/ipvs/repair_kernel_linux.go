@@ -31,6 +31,11 @@ import (
 // a whole runs in a process of its own, which a stopped svctrace does not
 // cut short (see Write).
 func applyDelta(ctx context.Context, d *delta, family, backend string) error {
+	// Nothing is written unless the iptables part reads back as the
+	// delta's own rule changes.
+	if err := d.checkRules(); err != nil {
+		return err
+	}
 	for _, s := range d.newSets {
 		if err := createSet(s); err != nil {
 			return err

@@ -61,6 +61,10 @@ func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool,
 	t := Render(in.View, s)
 	cur := &State{Virtuals: p.table.Virtuals, Sets: p.sets, Addrs: p.vips, Rules: rules}
 	d := diff(cur, t, in.Service)
+	// The dry run shows the refusal a write would meet.
+	if err := d.checkRules(); err != nil {
+		return nil, false, err
+	}
 	plan := &dataplane.RepairPlan{Family: in.Family, Backend: backend, Service: in.Service,
 		Notes: append(notes, d.notes...), Target: &repairTarget{target: t, backend: backend}}
 	plan.Changes = d.changes(t)

@@ -96,6 +96,11 @@ func writeTarget(ctx context.Context, family, backend, service string, t *Target
 	if d.empty() {
 		return p, nil
 	}
+	// Refused here, the writer is not started; it checks its own delta
+	// again right before it writes (applyDelta).
+	if err := d.checkRules(); err != nil {
+		return p, err
+	}
 	rules, err := json.Marshal(t.Rules)
 	if err != nil {
 		return p, err
