@@ -8,6 +8,7 @@ package analysis
 
 import (
 	"fmt"
+	"github.com/svctrace/svctrace/wording"
 	"maps"
 	"net/netip"
 	"slices"
@@ -163,7 +164,39 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	nameServices(textFindings, a.Expected)
 	a.Findings = foldOrphans(append(a.Findings, textFindings...))
 	a.Findings = behavior.Merge(a.Findings)
+	if e, ok := a.Plane.(dataplane.Excerpter); ok && e.Excerpt() != "" {
+		var left string
+		a.Findings, left = provenByExcerpt(a.Findings)
+		if left != "" {
+			a.Notes = append(a.Notes, "an excerpt of the rules cannot prove what it lacks: "+left+" not reported; a whole dump (iptables-save, or collect on the node) can")
+		}
+	}
 	return a, nil
+}
+
+// provenByExcerpt keeps the findings an excerpt of the rules proves: what
+// it holds that should not be there (a frontend or an endpoint no longer
+// in the API, another mode's chain). What it lacks may only be left out of
+// it; those findings are dropped, and counted by type.
+func provenByExcerpt(fs []behavior.Finding) ([]behavior.Finding, string) {
+	dropped := map[string]int{}
+	var types []string
+	kept := slices.DeleteFunc(fs, func(f behavior.Finding) bool {
+		switch f.Type {
+		case behavior.StaleFrontend, behavior.StaleEndpoint, behavior.LeftoverRules:
+			return false
+		}
+		if dropped[f.Type] == 0 {
+			types = append(types, f.Type)
+		}
+		dropped[f.Type]++
+		return true
+	})
+	parts := make([]string, 0, len(types))
+	for _, t := range types {
+		parts = append(parts, wording.Count(dropped[t], t+" finding", t+" findings"))
+	}
+	return kept, strings.Join(parts, ", ")
 }
 
 // uniqueNotes keeps the first of notes that are the same.

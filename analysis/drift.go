@@ -85,6 +85,9 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 		if b, ok := a.Plane.(dataplane.BackendNamer); ok {
 			sum.Backend = b.Backend()
 		}
+		if e, ok := a.Plane.(dataplane.Excerpter); ok {
+			sum.Excerpt = e.Excerpt()
+		}
 		nf := NodeFindings{Node: n, Mode: sum.Mode, Backend: sum.Backend, Version: a.Config.Version}
 		if o.Digest || len(nodes) > 1 {
 			nf.Behaviour = digests(a)

@@ -21,6 +21,9 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 		} else {
 			mode += " mode"
 		}
+		if n.Excerpt != "" {
+			mode += ", an excerpt of its rules"
+		}
 		pending := ""
 		if n.Pending > 0 {
 			pending = fmt.Sprintf(" (%s waiting for kube-proxy's next sync)", wording.Count(n.Pending, "difference", "differences"))
@@ -36,6 +39,8 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 		if u := len(r.Unreadable()); u > 0 {
 			fmt.Fprintf(w, "no drift on the %s read; %s not read\n",
 				wording.Count(len(r.Nodes)-u, "node", "nodes"), wording.Count(u, "node", "nodes"))
+		} else if r.excerpts() {
+			fmt.Fprintln(w, "no drift in what the excerpt shows (an excerpt cannot show what is missing)")
 		} else {
 			fmt.Fprintln(w, "no drift")
 		}
@@ -65,4 +70,15 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+}
+
+// excerpts reports whether a node of the report was read from an excerpt
+// of its rules.
+func (r *DriftReport) excerpts() bool {
+	for _, n := range r.Nodes {
+		if n.Excerpt != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -27,6 +27,9 @@ type NodeSummary struct {
 	Frontends int      `json:"frontends"`
 	Findings  int      `json:"findings"`
 	Inferred  []string `json:"inferred,omitempty"`
+	// Excerpt says why the node's state is only an excerpt of its rules
+	// (a dump pasted in a ticket): its findings are only what it shows.
+	Excerpt string `json:"excerpt,omitempty"`
 	// Pending counts the differences that wait for kube-proxy's next
 	// sync (a node agent's report), which are not drift.
 	Pending int `json:"pending,omitempty"`

@@ -124,6 +124,14 @@ type Unchecked interface {
 	Unchecked() string
 }
 
+// Excerpter is a plane read from part of a node's state (lines pasted in
+// a ticket): Excerpt says why it is taken for an excerpt ("" for a whole
+// state). What an excerpt lacks proves nothing: the plane reports only
+// what it shows, and a drift check of it says so.
+type Excerpter interface {
+	Excerpt() string
+}
+
 // Causer is a plane that can tell causes of behaviour differences which
 // are no trouble on their own: an IPVS real server at weight 0 is how an
 // endpoint going away drains, but for a ready endpoint it is why that

@@ -88,6 +88,11 @@ func (p *Plane) Notes() []string {
 	return out
 }
 
+var _ dataplane.Excerpter = (*Plane)(nil)
+
+// Excerpt says why the rules walked are an excerpt ("": a whole dump).
+func (p *Plane) Excerpt() string { return p.Rules.Excerpt }
+
 var _ dataplane.BackendNamer = (*Plane)(nil)
 
 // Backend is the backend of the rules walked ("legacy", "nf_tables"), or
