@@ -13,19 +13,6 @@ import (
 	"github.com/svctrace/svctrace/internal/procgroup"
 )
 
-// Backup reads the node's ruleset over netlink, as nft's JSON.
-func (Loader) Backup(_ context.Context, p *dataplane.RepairPlan) (dataplane.BackupPart, error) {
-	rs, err := ReadNetlink(0)
-	if err != nil {
-		return dataplane.BackupPart{}, err
-	}
-	text, err := RenderJSON(rs)
-	if err != nil {
-		return dataplane.BackupPart{}, err
-	}
-	return dataplane.BackupPart{Mode: "nftables", Family: p.Family, Text: string(text)}, nil
-}
-
 // Write takes kube-proxy's table to the plan's render in one nft
 // transaction, worked out against the table as it is then, and reads it
 // back.
@@ -35,19 +22,6 @@ func (Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func()
 		return nil, fmt.Errorf("nftables: the plan holds no render")
 	}
 	return writeLayout(ctx, p.Family, target, p.Service, started)
-}
-
-// Restore puts kube-proxy's table of a backup back.
-func (Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplane.RepairPlan, error) {
-	rs, err := Parse("backup", []byte(part.Text))
-	if err != nil {
-		return nil, fmt.Errorf("backup, %s: %w", part.Family, err)
-	}
-	target, ok := ReadLayout(rs, part.Family)
-	if !ok {
-		target = newLayout(nftFamily(part.Family))
-	}
-	return writeLayout(ctx, part.Family, target, "", nil)
 }
 
 // writeLayout writes what takes kube-proxy's table of the family to the
