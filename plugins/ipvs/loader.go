@@ -11,7 +11,11 @@ import (
 
 // Loader reads a node's IPVS table (ipvsadm -Ln or ipvsadm-save -n) as
 // the ipvs plane of one family.
-type Loader struct{}
+type Loader struct {
+	// StateDir is where a repair's write keeps its journal ("":
+	// DefaultStateDir).
+	StateDir string
+}
 
 var _ dataplane.Loader = Loader{}
 

@@ -74,6 +74,13 @@ func (d *delta) changes(t *Target) []dataplane.Change {
 		}
 		out = append(out, c)
 	}
+	for _, s := range d.delSets {
+		c := dataplane.Change{Table: "ipset", Object: s.Name, Op: opDelete}
+		for _, m := range s.Members {
+			c.Remove = append(c.Remove, m.Text)
+		}
+		out = append(out, c)
+	}
 	if len(d.addAddrs)+len(d.delAddrs) > 0 {
 		c := dataplane.Change{Table: Dummy, Object: "addresses", Op: opEdit}
 		for _, a := range d.addAddrs {
@@ -179,6 +186,9 @@ func (d *delta) payload(family string) string {
 		for _, m := range d.delMembers[name] {
 			line("del %s %s", name, m)
 		}
+	}
+	for _, s := range d.delSets {
+		line("destroy %s", s.Name)
 	}
 	return b.String()
 }

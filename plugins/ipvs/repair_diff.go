@@ -24,7 +24,10 @@ type State struct {
 
 // delta is what takes a State to a Target, as the operations that do it.
 type delta struct {
-	newSets    []*IPSet
+	newSets []*IPSet
+	// delSets are kube-proxy's sets the target has not (a backup taken
+	// before a write made them), destroyed last.
+	delSets    []*IPSet
 	addMembers map[string][]string
 	delMembers map[string][]string
 	// newVirtuals come with their real servers; setVirtuals are changed
@@ -144,6 +147,14 @@ func diff(cur *State, t *Target, service string) *delta {
 		}
 	}
 
+	if service == "" && cur.Sets != nil {
+		for _, name := range sortedKeys(newSets(t.Family)) {
+			if cur.Sets.Sets[name] != nil && t.Sets[name] == nil {
+				d.delSets = append(d.delSets, cur.Sets.Sets[name])
+			}
+		}
+	}
+
 	haveAddr := map[netip.Addr]bool{}
 	for _, a := range cur.Addrs {
 		haveAddr[a.Addr()] = true
@@ -184,7 +195,7 @@ func serviceName(spn string) string {
 
 // empty reports whether nothing differs.
 func (d *delta) empty() bool {
-	return len(d.newSets)+len(d.addMembers)+len(d.delMembers)+len(d.newVirtuals)+len(d.setVirtuals)+len(d.delVirtuals)+
+	return len(d.newSets)+len(d.delSets)+len(d.addMembers)+len(d.delMembers)+len(d.newVirtuals)+len(d.setVirtuals)+len(d.delVirtuals)+
 		len(d.addReals)+len(d.setReals)+len(d.delReals)+len(d.addAddrs)+len(d.delAddrs)+len(d.rules) == 0
 }
 

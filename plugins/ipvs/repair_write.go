@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/internal/procgroup"
@@ -23,7 +24,13 @@ var (
 // Backup reads ipvs mode's state of the plan's family from the kernel:
 // the IPVS table, the ipsets, kube-ipvs0's addresses and the iptables
 // rules of the backend, each in its tool's text, in sections.
-func (Loader) Backup(ctx context.Context, p *dataplane.RepairPlan) (dataplane.BackupPart, error) {
+//
+// It refuses, before anything is written, while a journal records an
+// earlier write whose end nobody saw (see unfinished).
+func (l Loader) Backup(ctx context.Context, p *dataplane.RepairPlan) (dataplane.BackupPart, error) {
+	if err := unfinished(l.StateDir, false); err != nil {
+		return dataplane.BackupPart{}, err
+	}
 	rt, ok := p.Target.(*repairTarget)
 	if !ok {
 		// A family the plan leaves alone: nothing of it is written, and
@@ -43,18 +50,29 @@ func (Loader) Backup(ctx context.Context, p *dataplane.RepairPlan) (dataplane.Ba
 // and makes them: once it has started, stopping svctrace does not stop
 // it halfway. Then the kernel is read back: what still differs is an
 // error.
-func (Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func()) (*dataplane.RepairPlan, error) {
+//
+// A journal in the state directory records the write from before the
+// writer starts until the read-back found the kernel as rendered. Where
+// the writer dies with svctrace (an OOM kill takes the agent's whole
+// cgroup), the journal stays, and the next apply refuses until the
+// backup is put back (Restore), unless the writer recorded it finished.
+func (l Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func()) (*dataplane.RepairPlan, error) {
 	rt, ok := p.Target.(*repairTarget)
 	if !ok {
 		return nil, errors.New("ipvs: the plan holds no render")
 	}
-	return writeTarget(ctx, p.Family, rt.backend, p.Service, rt.target, started)
+	if err := unfinished(l.StateDir, false); err != nil {
+		return nil, err
+	}
+	return writeTarget(ctx, p.Family, rt.backend, p.Service, rt.target, started, journalPath(l.StateDir, p.Family), journalApply)
 }
 
 // Restore puts ipvs mode's part of a backup back: its virtual servers,
 // kube-proxy's ipsets with their members, kube-ipvs0's addresses and the
-// iptables chains of the mode.
-func (Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplane.RepairPlan, error) {
+// iptables chains of the mode. It puts back what an apply whose writer
+// was killed left half done: the family's journal is removed once the
+// kernel holds the backup's state. A writer still running is waited for.
+func (l Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplane.RepairPlan, error) {
 	if part.Text == "" {
 		return &dataplane.RepairPlan{Family: part.Family}, nil
 	}
@@ -68,7 +86,17 @@ func (Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplan
 			t.Sets[name] = s
 		}
 	}
-	return writeTarget(ctx, part.Family, part.Backend, "", t, nil)
+	if err := unfinished(l.StateDir, true); err != nil {
+		return nil, err
+	}
+	journal := journalPath(l.StateDir, part.Family)
+	p, err := writeTarget(ctx, part.Family, part.Backend, "", t, nil, journal, journalRollback)
+	if err != nil {
+		return p, err
+	}
+	// Put back with nothing to change (a writer killed before its first
+	// change), the family's journal goes too.
+	return p, endJournal(journal)
 }
 
 // job is what the writing process is given.
@@ -81,11 +109,16 @@ type job struct {
 	Sets     []*IPSet          `json:"sets"`
 	Rules    json.RawMessage   `json:"rules"`
 	Owners   map[string]string `json:"owners,omitempty"`
+	// Journal is the write's journal, where the writer records itself,
+	// and its end.
+	Journal string `json:"journal,omitempty"`
 }
 
 // writeTarget runs the write in its own process, then reads the kernel
-// back.
-func writeTarget(ctx context.Context, family, backend, service string, t *Target, started func()) (*dataplane.RepairPlan, error) {
+// back, with a journal of the kind at the path from before the writer
+// starts until the read-back: one a failed write leaves behind is
+// removed by the rollback that follows it.
+func writeTarget(ctx context.Context, family, backend, service string, t *Target, started func(), journal, kind string) (*dataplane.RepairPlan, error) {
 	p := &dataplane.RepairPlan{Family: family, Backend: backend, Service: service}
 	cur, err := kernelState(ctx, family, backend)
 	if err != nil {
@@ -103,13 +136,26 @@ func writeTarget(ctx context.Context, family, backend, service string, t *Target
 	}
 	rules, err := json.Marshal(t.Rules)
 	if err != nil {
-		return p, err
+		return p, fmt.Errorf("the repair job's rules: %w", err)
 	}
-	j := job{Family: family, Backend: backend, Service: service, Virtuals: t.Virtuals, Addrs: t.Addrs, Rules: rules, Owners: t.owners}
+	j := job{Family: family, Backend: backend, Service: service, Virtuals: t.Virtuals, Addrs: t.Addrs, Rules: rules, Owners: t.owners, Journal: journal}
 	for _, name := range sortedKeys(t.Sets) {
 		j.Sets = append(j.Sets, t.Sets[name])
 	}
-	if err := runDetached(ctx, j, started); err != nil {
+	if err := writeJournal(journal, journalEntry{Family: family, Kind: kind, Started: time.Now().UTC()}); err != nil {
+		return p, fmt.Errorf("nothing written: %w", err)
+	}
+	began := false
+	if err := runDetached(ctx, j, func() {
+		began = true
+		if started != nil {
+			started()
+		}
+	}); err != nil {
+		if !began {
+			// No writer started: nothing was written.
+			_ = endJournal(journal)
+		}
 		return p, err
 	}
 	after, err := kernelState(ctx, family, backend)
@@ -119,7 +165,7 @@ func writeTarget(ctx context.Context, family, backend, service string, t *Target
 	if left := diff(after, t, service).changes(t); len(left) > 0 {
 		return p, fmt.Errorf("read back, the kernel still differs: %s %s %s", left[0].Op, left[0].Table, left[0].Object)
 	}
-	return p, nil
+	return p, endJournal(journal)
 }
 
 // runDetached hands a job to a process of svctrace's own (the hidden
@@ -194,9 +240,24 @@ func (Loader) WriteDetached(ctx context.Context, file string) error {
 	for _, s := range j.Sets {
 		t.Sets[s.Name] = s
 	}
+	if j.Journal != "" {
+		if err := updateJournal(j.Journal, func(e *journalEntry) { e.Writer = os.Getpid() }); err != nil {
+			return fmt.Errorf("nothing written: %w", err)
+		}
+	}
 	cur, err := kernelState(ctx, j.Family, j.Backend)
-	if err != nil {
+	if err == nil {
+		err = applyDelta(ctx, diff(cur, t, j.Service), j.Family, j.Backend)
+	}
+	if j.Journal == "" {
 		return err
 	}
-	return applyDelta(ctx, diff(cur, t, j.Service), j.Family, j.Backend)
+	// The end is recorded for the next apply, in case nobody waits for
+	// this process any more.
+	jerr := updateJournal(j.Journal, func(e *journalEntry) {
+		if e.Finished = err == nil; err != nil {
+			e.Failed = err.Error()
+		}
+	})
+	return errors.Join(err, jerr)
 }
