@@ -1,6 +1,7 @@
 package ipvs
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,11 +132,17 @@ func syncDir(dir string) error {
 	return nil
 }
 
+// writerWait is how long an apply or a rollback waits for a writer a
+// journal names that still runs (svctrace was stopped, its writer was
+// not) before it refuses.
+const writerWait = 30 * time.Second
+
 // unfinished refuses, under the node's lock, while a journal of the state
 // directory records a write whose end nobody saw, naming what to do: a
 // write its writer finished is no longer in the way, and its journal is
-// removed. With rollback, only a writer still running is in the way.
-func unfinished(dir string, rollback bool) error {
+// removed. With rollback, only a writer still running is in the way. A
+// writer still running is waited for, up to wait.
+func unfinished(ctx context.Context, dir string, rollback bool, wait time.Duration) error {
 	if dir == "" {
 		dir = DefaultStateDir
 	}
@@ -148,12 +155,16 @@ func unfinished(dir string, rollback bool) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case e == nil:
-		case e.Writer > 0 && writerRunning(e.Writer):
+		if e != nil && e.Writer > 0 && !waitWriter(ctx, e.Writer, wait) {
 			return fmt.Errorf("ipvs mode's %s %s write started at %s is still being written by pid %d: wait for it to end (journal %s)",
 				e.Family, e.Kind, e.Started.Format(time.RFC3339), e.Writer, path)
-		case rollback:
+		}
+		// Ended meanwhile, the writer recorded how.
+		if e, err = readJournal(path); err != nil {
+			return err
+		}
+		switch {
+		case e == nil || rollback:
 		case e.Finished:
 			if err := endJournal(path); err != nil {
 				return err
@@ -163,6 +174,19 @@ func unfinished(dir string, rollback bool) error {
 		}
 	}
 	return nil
+}
+
+// waitWriter waits up to wait for a writer to end; false if it still
+// runs.
+func waitWriter(ctx context.Context, pid int, wait time.Duration) bool {
+	end := time.Now().Add(wait)
+	for writerRunning(pid) {
+		if time.Now().After(end) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
 }
 
 // refusal is the error for a write whose end nobody saw.

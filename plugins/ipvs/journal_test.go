@@ -64,7 +64,7 @@ func TestJournalRefusesUnfinished(t *testing.T) {
 			t.Errorf("%s: the refusal removed the journal: %v", c.name, serr)
 		}
 		// A rollback is what clears it.
-		if err := unfinished(dir, true); err != nil {
+		if err := unfinished(context.Background(), dir, true, 0); err != nil {
 			t.Errorf("%s: a rollback is refused: %v", c.name, err)
 		}
 	}
@@ -78,24 +78,40 @@ func TestJournalRefusesUnfinished(t *testing.T) {
 }
 
 // TestJournalWaitsForWriter: while the writer a journal names still
-// runs (svctrace was stopped, its writer was not), neither an apply nor
-// a rollback goes on; a process that merely reuses its pid is no writer.
+// runs (svctrace was stopped, its writer was not), an apply and a
+// rollback wait for it, and refuse if it does not end; one that ends
+// meanwhile is judged by what it recorded. A process that merely reuses
+// its pid is no writer.
 func TestJournalWaitsForWriter(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "sleep 30", dataplane.DetachedWriteCommand, "ipvs")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	writer := func(secs string) *exec.Cmd {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", "sleep "+secs, dataplane.DetachedWriteCommand, "ipvs")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
 	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	journalAt(t, dir, journalEntry{Writer: cmd.Process.Pid})
+	long := writer("30")
+	journalAt(t, dir, journalEntry{Writer: long.Process.Pid})
 	for _, rollback := range []bool{false, true} {
-		if err := unfinished(dir, rollback); err == nil || !strings.Contains(err.Error(), "still being written by pid") {
+		if err := unfinished(ctx, dir, rollback, 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "still being written by pid") {
 			t.Errorf("rollback %v: error %v", rollback, err)
 		}
 	}
+	short := writer("0.3")
+	path := journalAt(t, dir, journalEntry{Writer: short.Process.Pid})
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = updateJournal(path, func(e *journalEntry) { e.Finished = true })
+	}()
+	if err := unfinished(ctx, dir, false, 10*time.Second); err != nil {
+		t.Errorf("a writer that ended finished: %v", err)
+	}
 	journalAt(t, dir, journalEntry{Writer: os.Getpid(), Finished: true})
-	if err := unfinished(dir, false); err != nil {
+	if err := unfinished(ctx, dir, false, 0); err != nil {
 		t.Errorf("the test's own pid taken for a writer: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ var (
 // It refuses, before anything is written, while a journal records an
 // earlier write whose end nobody saw (see unfinished).
 func (l Loader) Backup(ctx context.Context, p *dataplane.RepairPlan) (dataplane.BackupPart, error) {
-	if err := unfinished(l.StateDir, false); err != nil {
+	if err := unfinished(ctx, l.StateDir, false, writerWait); err != nil {
 		return dataplane.BackupPart{}, err
 	}
 	rt, ok := p.Target.(*repairTarget)
@@ -61,7 +61,7 @@ func (l Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func
 	if !ok {
 		return nil, errors.New("ipvs: the plan holds no render")
 	}
-	if err := unfinished(l.StateDir, false); err != nil {
+	if err := unfinished(ctx, l.StateDir, false, writerWait); err != nil {
 		return nil, err
 	}
 	return writeTarget(ctx, p.Family, rt.backend, p.Service, rt.target, started, journalPath(l.StateDir, p.Family), journalApply)
@@ -71,7 +71,8 @@ func (l Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func
 // kube-proxy's ipsets with their members, kube-ipvs0's addresses and the
 // iptables chains of the mode. It puts back what an apply whose writer
 // was killed left half done: the family's journal is removed once the
-// kernel holds the backup's state. A writer still running is waited for.
+// kernel holds the backup's state. A writer still running is waited for
+// (writerWait), then refused.
 func (l Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*dataplane.RepairPlan, error) {
 	if part.Text == "" {
 		return &dataplane.RepairPlan{Family: part.Family}, nil
@@ -86,7 +87,7 @@ func (l Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*datapl
 			t.Sets[name] = s
 		}
 	}
-	if err := unfinished(l.StateDir, true); err != nil {
+	if err := unfinished(ctx, l.StateDir, true, writerWait); err != nil {
 		return nil, err
 	}
 	journal := journalPath(l.StateDir, part.Family)
