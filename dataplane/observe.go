@@ -288,8 +288,11 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		backends[i].Probability += b.Probability
 	}
 	for _, b := range br {
+		// A verdict decides before a translation: a packet translated
+		// to a backend and then dropped on its way (a FORWARD policy of
+		// DROP, another component's rule) reaches no backend.
 		switch {
-		case b.DNAT != "":
+		case b.Verdict != Reject && b.Verdict != Drop && b.DNAT != "":
 			addBackend(b.DNAT, b)
 			if b.Masquerade {
 				masq = true
