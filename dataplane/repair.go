@@ -80,6 +80,9 @@ type RepairPlan struct {
 	Target any `json:"-"`
 	// Service is the plan's scope ("" for every Service).
 	Service string `json:"-"`
+	// Backup is the file the apply backed the node up to before Write,
+	// for a plane to name where a write is to be undone from.
+	Backup string `json:"-"`
 }
 
 // Change is one difference between kube-proxy's part of the kernel and

@@ -114,6 +114,7 @@ func ApplyRules(ctx context.Context, p *RulesPlan, o ApplyOptions) (*RulesApply,
 		if len(f.Changes) == 0 {
 			continue
 		}
+		f.plan.Backup = o.Backup
 		written, err := w.Write(ctx, f.plan, func() { hook(StageDuringWrite) })
 		if written != nil {
 			res.Written = append(res.Written, written)

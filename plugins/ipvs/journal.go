@@ -43,6 +43,8 @@ type journalEntry struct {
 	Finished bool `json:"finished,omitempty"`
 	// Failed is the error the writer stopped at.
 	Failed string `json:"failed,omitempty"`
+	// Backup is the file the apply backed the node up to, when it said.
+	Backup string `json:"backup,omitempty"`
 }
 
 // journalPath is the journal of a family's writes in a state directory
@@ -197,6 +199,9 @@ func (e *journalEntry) refusal(path string) error {
 	}
 	what := "put the backup that apply took just before it back with `kubectl svctrace reconcile rollback FILE` (in " +
 		filepath.Join(DefaultStateDir, "backups") + " unless --backup named another), then apply again"
+	if e.Backup != "" {
+		what = "put the backup that apply took just before it back with `kubectl svctrace reconcile rollback " + e.Backup + "`, then apply again"
+	}
 	if e.Kind == journalRollback {
 		what = "run that rollback again (`kubectl svctrace reconcile rollback FILE`)"
 	}

@@ -50,6 +50,8 @@ func TestJournalRefusesUnfinished(t *testing.T) {
 	}{
 		{"killed", journalEntry{Writer: 999999999}, []string{"IPv4 apply write started at 2026-11-28T10:00:00Z did not finish", "killed", "kubectl svctrace reconcile rollback FILE", "ipvs-write-IPv4.json"}},
 		{"never started", journalEntry{}, []string{"did not finish", "reconcile rollback"}},
+		{"killed, its backup named", journalEntry{Writer: 999999999, Backup: "/var/lib/svctrace/backups/rules-node1-x.yaml"},
+			[]string{"`kubectl svctrace reconcile rollback /var/lib/svctrace/backups/rules-node1-x.yaml`"}},
 		{"failed", journalEntry{Writer: 999999999, Failed: "adding IPVS virtual server TCP 10.96.0.10:80: no such file"}, []string{"stopped at an error", "TCP 10.96.0.10:80"}},
 		{"a rollback", journalEntry{Kind: journalRollback}, []string{"IPv4 rollback write", "run that rollback again"}},
 	} {

@@ -64,7 +64,8 @@ func (l Loader) Write(ctx context.Context, p *dataplane.RepairPlan, started func
 	if err := unfinished(ctx, l.StateDir, false, writerWait); err != nil {
 		return nil, err
 	}
-	return writeTarget(ctx, p.Family, rt.backend, p.Service, rt.target, started, journalPath(l.StateDir, p.Family), journalApply)
+	j := journalEntry{Family: p.Family, Kind: journalApply, Backup: p.Backup}
+	return writeTarget(ctx, rt.backend, p.Service, rt.target, started, journalPath(l.StateDir, p.Family), j)
 }
 
 // Restore puts ipvs mode's part of a backup back: its virtual servers,
@@ -91,7 +92,7 @@ func (l Loader) Restore(ctx context.Context, part dataplane.BackupPart) (*datapl
 		return nil, err
 	}
 	journal := journalPath(l.StateDir, part.Family)
-	p, err := writeTarget(ctx, part.Family, part.Backend, "", t, nil, journal, journalRollback)
+	p, err := writeTarget(ctx, part.Backend, "", t, nil, journal, journalEntry{Family: part.Family, Kind: journalRollback})
 	if err != nil {
 		return p, err
 	}
@@ -115,11 +116,12 @@ type job struct {
 	Journal string `json:"journal,omitempty"`
 }
 
-// writeTarget runs the write in its own process, then reads the kernel
-// back, with a journal of the kind at the path from before the writer
-// starts until the read-back: one a failed write leaves behind is
-// removed by the rollback that follows it.
-func writeTarget(ctx context.Context, family, backend, service string, t *Target, started func(), journal, kind string) (*dataplane.RepairPlan, error) {
+// writeTarget runs the write of entry's family and kind in its own
+// process, then reads the kernel back, with entry as the journal at the
+// path from before the writer starts until the read-back: one a failed
+// write leaves behind is removed by the rollback that follows it.
+func writeTarget(ctx context.Context, backend, service string, t *Target, started func(), journal string, entry journalEntry) (*dataplane.RepairPlan, error) {
+	family := entry.Family
 	p := &dataplane.RepairPlan{Family: family, Backend: backend, Service: service}
 	cur, err := kernelState(ctx, family, backend)
 	if err != nil {
@@ -143,7 +145,8 @@ func writeTarget(ctx context.Context, family, backend, service string, t *Target
 	for _, name := range sortedKeys(t.Sets) {
 		j.Sets = append(j.Sets, t.Sets[name])
 	}
-	if err := writeJournal(journal, journalEntry{Family: family, Kind: kind, Started: time.Now().UTC()}); err != nil {
+	entry.Started = time.Now().UTC()
+	if err := writeJournal(journal, entry); err != nil {
 		return p, fmt.Errorf("nothing written: %w", err)
 	}
 	began := false
