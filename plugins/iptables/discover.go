@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,17 +12,37 @@ import (
 // port, protocol) that kube-proxy's dispatch chains match on, and NodePorts.
 // Kinds come from kube-proxy's comment, else from the chain the rule jumps
 // to.
-func discover(rs *Ruleset) []behavior.Frontend {
-	var out []behavior.Frontend
+func discover(rs *Ruleset) (out []behavior.Frontend) {
 	seen := map[behavior.Key]bool{}
+	// told are the destinations whose kind a rule's comment tells; a kind
+	// only guessed from the chain (a "has no local endpoints" rule of
+	// KUBE-EXTERNAL-SERVICES) gives way to it.
+	type dest struct {
+		ip, proto string
+		port      int32
+	}
+	told := map[dest]bool{}
+	guessed := map[behavior.Key]bool{}
 	add := func(k behavior.Key, r *Rule) {
 		if seen[k] {
 			return
 		}
 		seen[k] = true
+		if k.IP != "" {
+			if kindTold(r) {
+				told[dest{k.IP, k.Protocol, k.Port}] = true
+			} else {
+				guessed[k] = true
+			}
+		}
 		spn, _ := SPNFromComment(r.Comment())
 		out = append(out, behavior.Frontend{Key: k, Service: spn})
 	}
+	defer func() {
+		out = slices.DeleteFunc(out, func(f behavior.Frontend) bool {
+			return guessed[f.Key] && told[dest{f.Key.IP, f.Key.Protocol, f.Key.Port}]
+		})
+	}()
 	for _, tname := range []string{"nat", "filter"} {
 		t, ok := rs.Tables[tname]
 		if !ok {
@@ -88,6 +109,14 @@ func hasDstLocal(r *Rule) bool {
 	}
 	o, ok := m.Option("dst-type")
 	return ok && !o.Negate && len(o.Args) > 0 && o.Args[0] == "LOCAL"
+}
+
+// kindTold reports whether kube-proxy's comment on r names the kind of
+// its destination.
+func kindTold(r *Rule) bool {
+	c := r.Comment()
+	return strings.HasSuffix(c, " external IP") || strings.HasSuffix(c, " loadbalancer IP") ||
+		strings.HasSuffix(c, " cluster IP") || strings.Contains(c, "traffic not accepted by")
 }
 
 func kindOf(r *Rule) behavior.FrontendKind {

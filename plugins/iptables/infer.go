@@ -47,7 +47,9 @@ func Infer(rs *Ruleset) Inferred {
 	defer rp.flush()
 	for _, c := range nat.chains() {
 		cname := c.Name
-		if !strings.HasPrefix(cname, PrefixSVC) && !strings.HasPrefix(cname, PrefixSVL) && !strings.HasPrefix(cname, PrefixEXT) {
+		// Releases before 1.24 put the ClusterIP masquerade rule in
+		// KUBE-SERVICES itself.
+		if !strings.HasPrefix(cname, PrefixSVC) && !strings.HasPrefix(cname, PrefixSVL) && !strings.HasPrefix(cname, PrefixEXT) && cname != "KUBE-SERVICES" {
 			continue
 		}
 		for _, r := range c.rulesMentioning(&rp, candidate) {

@@ -228,6 +228,9 @@ type Walker struct {
 	// chains, assumed where an excerpt lacks them (assume.go); nil when
 	// the dump lacks none of them.
 	fixed *Ruleset
+	// tails are an excerpt's KUBE-EXT chains with the last jump a grep
+	// drops assumed (assume_ext.go), by name.
+	tails map[string]*Chain
 }
 
 // hookChains are a hook's built-in chain name (in capitals) and, for each
@@ -254,6 +257,7 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 		w.hooks[h] = hc
 	}
 	w.fixed = assumedFor(rs)
+	w.tails = extTails(rs)
 	return w
 }
 
@@ -567,6 +571,10 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 	target := r.jump
 	if target == nil {
 		target = w.rs.Chain(table, r.Target)
+	}
+	if t := w.tails[r.Target]; t != nil && table == "nat" {
+		s.note("%s", tailNote(t))
+		target = t
 	}
 	if target == nil {
 		if target = w.assumed(table, r.Target); target != nil {
