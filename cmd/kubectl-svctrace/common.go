@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -59,6 +61,11 @@ type commonOptions struct {
 	helper          bool
 	helperImage     string
 	helperNamespace string
+	// flags are the command's flags, which tell whether it is an apply
+	// (--apply); configzChecked is set once kube-proxy's /configz has been
+	// cross-checked, so that only the read before a write can refuse it.
+	flags          *pflag.FlagSet
+	configzChecked bool
 }
 
 func newCommonOptions(streams genericiooptions.IOStreams) *commonOptions {
@@ -66,6 +73,7 @@ func newCommonOptions(streams genericiooptions.IOStreams) *commonOptions {
 }
 
 func (o *commonOptions) addFlags(cmd *cobra.Command, withNode bool) {
+	o.flags = cmd.Flags()
 	o.configFlags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Look at Services in every namespace")
 	cmd.Flags().StringVarP(&o.output, "output", "o", o.output, "Output format: text, wide, json or yaml")
@@ -280,10 +288,15 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
 		if o.local {
-			// The running kube-proxy's /configz beats the ConfigMap,
-			// which flags on its command line may override.
+			// The running kube-proxy's /configz beats the ConfigMap; it
+			// is served without authentication, so what it says is
+			// cross-checked with kube-proxy's Pod and ConfigMap.
 			var pcErr error
-			if pc, pcErr = configz(); pcErr != nil {
+			if pc, pcErr = configz(); pcErr == nil {
+				if err := o.crossCheckConfigz(ctx, cs, pc, s); err != nil {
+					return nil, err
+				}
+			} else {
 				var note string
 				if pc, note, err = inspect.ProxyConfigFromAPI(ctx, cs); err != nil {
 					return nil, err
@@ -310,6 +323,77 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 	node.KubeProxy = pc
 	s.Nodes = append(s.Nodes, node)
 	return s, nil
+}
+
+// applying tells whether the command writes to the kernel (--apply).
+func (o *commonOptions) applying() bool {
+	if o.flags == nil {
+		return false
+	}
+	apply, err := o.flags.GetBool("apply")
+	return err == nil && apply
+}
+
+// crossCheckConfigz compares kube-proxy's settings read from /configz,
+// which has no authentication, with its Pod's flags or ConfigMap: what
+// could not be confirmed, or disagrees, is noted in the snapshot, and a
+// disagreement refuses an apply before anything is written.
+func (o *commonOptions) crossCheckConfigz(ctx context.Context, cs kubernetes.Interface, pc snapshot.ProxyConfig, s *snapshot.Snapshot) error {
+	refuse := o.applying() && !o.configzChecked
+	o.configzChecked = true
+	c, err := inspect.CheckConfigz(ctx, cs, o.node, pc)
+	if err != nil {
+		if refuse {
+			return &exitCodeError{code: exitError, err: fmt.Errorf("refusing to repair: kube-proxy's settings read from /configz at %s (a port without authentication) could not be cross-checked: %w", o.proxyMetrics, err)}
+		}
+		c = inspect.ConfigzCheck{Verdict: inspect.ConfigzUnchecked, Reason: err.Error()}
+	}
+	notes, err := configzOutcome(c, o.proxyMetrics, len(o.clusterCIDR) > 0, refuse)
+	s.Metadata.Notes = append(s.Metadata.Notes, notes...)
+	// A repair's report does not show the snapshot's notes: they are
+	// warned of.
+	if o.flags != nil && o.flags.Lookup("apply") != nil && err == nil {
+		for _, n := range notes {
+			fmt.Fprintln(o.ErrOut, "warning:", wording.PrintableText(n))
+		}
+	}
+	return err
+}
+
+// configzOutcome turns a cross-check into notes, or with refuse into the
+// error that stops an apply. ownCIDRs (--cluster-cidr given) leaves the
+// cluster CIDRs out: svctrace uses the flag's.
+func configzOutcome(c inspect.ConfigzCheck, addr string, ownCIDRs, refuse bool) ([]string, error) {
+	notes := slices.Clone(c.Notes)
+	if c.Verdict == inspect.ConfigzUnchecked {
+		return append(notes, fmt.Sprintf("kube-proxy's settings come from its /configz at %s, which any process on the host network can serve while kube-proxy is down, and could not be confirmed: %s", addr, c.Reason)), nil
+	}
+	var disputes []string
+	source := ""
+	for _, d := range c.Disputes {
+		if ownCIDRs && d.Setting == "clusterCIDRs" {
+			continue
+		}
+		line := fmt.Sprintf("%s: %q in /configz, %q in the cluster", d.Setting, d.Configz, d.Declared)
+		if d.Default {
+			line += " (kube-proxy's default: not set there)"
+		}
+		disputes, source = append(disputes, line), d.Source
+	}
+	if len(disputes) == 0 {
+		return notes, nil
+	}
+	port := addr
+	if _, p, err := net.SplitHostPort(addr); err == nil {
+		port = p
+	}
+	check := fmt.Sprintf("check that the process bound to %s is kube-proxy (ss -ltnp 'sport = :%s'); if it is, its configuration changed since it started: wait for it to restart", addr, port)
+	if refuse {
+		return notes, &exitCodeError{code: exitError, err: fmt.Errorf("refusing to repair: kube-proxy's settings read from /configz at %s, a port without authentication, disagree with %s, so rules rendered from them could be wrong:\n  %s\n%s, then run the repair again",
+			addr, source, strings.Join(disputes, "\n  "), check)}
+	}
+	return append(notes, fmt.Sprintf("kube-proxy's /configz at %s, a port without authentication, disagrees with %s: %s. svctrace used the values of /configz, and a repair (--apply) would refuse: %s",
+		addr, source, strings.Join(disputes, "; "), check)), nil
 }
 
 // remoteNodeState reads the node's kernel state (every node's, with
