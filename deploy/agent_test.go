@@ -57,11 +57,15 @@ func TestAgentManifest(t *testing.T) {
 			}
 		case *rbacv1.Role:
 			for _, r := range o.Rules {
-				config := slices.Equal(r.Verbs, []string{"get"}) && slices.Equal(r.ResourceNames, []string{"kube-proxy"}) && slices.Equal(r.Resources, []string{"configmaps"})
+				// kube-proxy's settings, to cross-check its /configz: the
+				// ConfigMaps kubeadm and EKS write, and its Pod's flags.
+				config := o.Namespace == "kube-system" && slices.Equal(r.Verbs, []string{"get"}) &&
+					slices.Equal(r.ResourceNames, []string{"kube-proxy", "kube-proxy-config"}) && slices.Equal(r.Resources, []string{"configmaps"})
+				proxyPod := o.Namespace == "kube-system" && slices.Equal(r.Verbs, []string{"list"}) && slices.Equal(r.Resources, []string{"pods"})
 				// Its own Pod's annotation: the API certificate's fingerprint.
 				publish := o.Namespace == "svctrace" && slices.Equal(r.Verbs, []string{"get", "patch"}) && slices.Equal(r.Resources, []string{"pods"})
-				if !config && !publish {
-					t.Errorf("Role %s/%s: %+v, want get of the kube-proxy ConfigMap, or get and patch of Pods in svctrace", o.Namespace, o.Name, r)
+				if !config && !proxyPod && !publish {
+					t.Errorf("Role %s/%s: %+v, want get of kube-proxy's ConfigMaps or list of Pods in kube-system, or get and patch of Pods in svctrace", o.Namespace, o.Name, r)
 				}
 			}
 		case *rbacv1.ClusterRoleBinding:
