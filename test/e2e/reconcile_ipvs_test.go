@@ -22,34 +22,9 @@ import (
 func TestReconcileIPVS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	l, vm := startIPVSVM(ctx, t)
-	// The pods' bridge first: its address is one more the NodePorts open
-	// on, for kube-proxy and the repair alike.
-	vmPodNet(ctx, t, vm)
-	if err := vm.StartKubeProxy(ctx, "ipvs"); err != nil {
-		t.Fatal(err)
-	}
-	run := func(cmd string) string {
-		t.Helper()
-		out, err := vm.Run(ctx, cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	// svctrace runs a command in the VM and returns its output and exit
-	// code.
-	svctrace := func(args string, env ...string) (string, int) {
-		t.Helper()
-		out := run(strings.Join(env, " ") + " kubectl-svctrace " + args + " --kubeconfig " + lab.VMAdminKubeconfig + " 2>&1; echo exit=$?")
-		i := strings.LastIndex(out, "exit=")
-		code := -1
-		if i >= 0 {
-			code = int(out[i+5] - '0')
-			out = out[:i]
-		}
-		return out, code
-	}
+	l, vm := startIPVSNode(ctx, t)
+	sh := vmShell{ctx: ctx, t: t, vm: vm}
+	run, svctrace := sh.run, sh.svctrace
 	rules := "reconcile rules --local --node vm1 --kube-proxy-version v1.36.3"
 	state := func() string { return ipvsState(t, run) }
 	foreign := func() string { return ipvsForeign(run) }
@@ -167,6 +142,48 @@ var ipvsChains = regexp.MustCompile(`^(:|-A )(KUBE-SERVICES|KUBE-POSTROUTING|KUB
 
 // ipvsJump is one of kube-proxy's jumps into its ipvs mode's chains.
 var ipvsJump = regexp.MustCompile(` -j (KUBE-SERVICES|KUBE-POSTROUTING|KUBE-FORWARD|KUBE-NODE-PORT|KUBE-PROXY-FIREWALL|KUBE-IPVS-FILTER|KUBE-IPVS-OUT-FILTER)$`)
+
+// startIPVSNode starts the lab's VM node with the pods' bridge (its
+// address is one more the NodePorts open on, for kube-proxy and the
+// repair alike) and kube-proxy in ipvs mode.
+func startIPVSNode(ctx context.Context, t *testing.T) (*lab.Lab, *lab.VM) {
+	t.Helper()
+	l, vm := startIPVSVM(ctx, t)
+	vmPodNet(ctx, t, vm)
+	if err := vm.StartKubeProxy(ctx, "ipvs"); err != nil {
+		t.Fatal(err)
+	}
+	return l, vm
+}
+
+// vmShell runs commands in the lab's VM node for a test.
+type vmShell struct {
+	ctx context.Context
+	t   *testing.T
+	vm  *lab.VM
+}
+
+// run runs a shell command in the VM; a failure fails the test.
+func (v vmShell) run(cmd string) string {
+	v.t.Helper()
+	out, err := v.vm.Run(v.ctx, cmd)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return out
+}
+
+// svctrace runs kubectl-svctrace in the VM, with env before it, and
+// returns its output and exit code.
+func (v vmShell) svctrace(args string, env ...string) (string, int) {
+	v.t.Helper()
+	out := v.run(strings.Join(env, " ") + " kubectl-svctrace " + args + " --kubeconfig " + lab.VMAdminKubeconfig + " 2>&1; echo exit=$?")
+	i := strings.LastIndex(out, "exit=")
+	if i < 0 {
+		return out, -1
+	}
+	return out[:i], int(out[i+5] - '0')
+}
 
 // ipvsState is kube-proxy's part of the VM's state in ipvs mode,
 // normalised for what kube-proxy does not keep: the virtual servers, the

@@ -20,28 +20,9 @@ import (
 func TestReconcileIPVSWriterOOM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	_, vm := startIPVSVM(ctx, t)
-	vmPodNet(ctx, t, vm)
-	if err := vm.StartKubeProxy(ctx, "ipvs"); err != nil {
-		t.Fatal(err)
-	}
-	run := func(cmd string) string {
-		t.Helper()
-		out, err := vm.Run(ctx, cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	svctrace := func(args string) (string, int) {
-		t.Helper()
-		out := run("kubectl-svctrace " + args + " --kubeconfig " + lab.VMAdminKubeconfig + " 2>&1; echo exit=$?")
-		i := strings.LastIndex(out, "exit=")
-		if i < 0 {
-			return out, -1
-		}
-		return out[:i], int(out[i+5] - '0')
-	}
+	_, vm := startIPVSNode(ctx, t)
+	sh := vmShell{ctx: ctx, t: t, vm: vm}
+	run, svctrace := sh.run, sh.svctrace
 	rules := "reconcile rules --local --node vm1 --kube-proxy-version v1.36.3"
 	journal := "/var/lib/svctrace/ipvs-write-IPv4.json"
 	if out, code := svctrace(rules); code != 0 {
