@@ -20,7 +20,13 @@ var _ dataplane.Loader = Loader{}
 func (Loader) Mode() string { return "iptables" }
 
 // Wants names the dump the plane reads.
-func (Loader) Wants(family string) string { return "an " + family + " iptables dump" }
+func (Loader) Wants(family string) string {
+	tool := "iptables-save"
+	if family == "IPv6" {
+		tool = "ip6tables-save"
+	}
+	return family + " iptables rules (collect them with " + tool + ")"
+}
 
 // Load parses the node's iptables dumps of one family, keyed by backend:
 // several headerless dumps of one backend (one per table) are merged, and
