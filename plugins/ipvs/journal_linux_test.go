@@ -109,7 +109,7 @@ func TestWriterKilled(t *testing.T) {
 		t.Fatalf("rollback: %v", err)
 	}
 	if after := state(); after != before {
-		t.Errorf("after the rollback, the namespace differs from the backup's:\n%s", lineDiff(before, after))
+		t.Errorf("after the rollback, the namespace differs from the backup's:\n%s", netnstest.LineDiff(before, after))
 	}
 	if _, err := os.Stat(journal); !os.IsNotExist(err) {
 		t.Errorf("after the rollback, the journal is still there: %v", err)
@@ -123,23 +123,6 @@ func TestWriterKilled(t *testing.T) {
 	if out := netnstest.Run(t, ns, "", "ipset", "list", "KUBE-CLUSTER-IP"); !strings.Contains(out, "10.96.5.250,tcp:80") {
 		t.Errorf("the write lacks the last Service:\n%.500s", out)
 	}
-}
-
-// lineDiff names the lines only one of two texts has.
-func lineDiff(a, b string) string {
-	var out []string
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for _, x := range al {
-		if !slices.Contains(bl, x) {
-			out = append(out, "- "+x)
-		}
-	}
-	for _, x := range bl {
-		if !slices.Contains(al, x) {
-			out = append(out, "+ "+x)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // lineCount is how many lines one text has that the other has not.

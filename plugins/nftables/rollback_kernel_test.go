@@ -13,6 +13,7 @@ import (
 
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/internal/netns"
+	"github.com/svctrace/svctrace/internal/netnstest"
 )
 
 // inKernel runs fn in the namespace (netlink reads and nft runs there).
@@ -142,10 +143,10 @@ func TestRestoreExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	if after := listTable(t, ns, "ip"); after != before {
-		t.Errorf("after the rollback, nft list table ip kube-proxy differs:\n%s", lineDiff(before, after))
+		t.Errorf("after the rollback, nft list table ip kube-proxy differs:\n%s", netnstest.LineDiff(before, after))
 	}
 	if after := listTable(t, ns, "ip6"); after != other {
-		t.Errorf("the rollback of IPv4 changed the ip6 table:\n%s", lineDiff(other, after))
+		t.Errorf("the rollback of IPv4 changed the ip6 table:\n%s", netnstest.LineDiff(other, after))
 	}
 }
 
@@ -241,23 +242,6 @@ func TestRollbackAfterReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	if after := listTable(t, ns, "ip"); after != before {
-		t.Errorf("after the rollback, nft list table ip kube-proxy differs:\n%s", lineDiff(before, after))
+		t.Errorf("after the rollback, nft list table ip kube-proxy differs:\n%s", netnstest.LineDiff(before, after))
 	}
-}
-
-// lineDiff names the lines only one of two texts has.
-func lineDiff(a, b string) string {
-	var out []string
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for _, l := range al {
-		if !slices.Contains(bl, l) {
-			out = append(out, "- "+l)
-		}
-	}
-	for _, l := range bl {
-		if !slices.Contains(al, l) {
-			out = append(out, "+ "+l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

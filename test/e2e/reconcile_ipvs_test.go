@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/svctrace/internal/netnstest"
 	"github.com/svctrace/svctrace/test/lab"
 )
 
@@ -87,7 +88,7 @@ func TestReconcileIPVS(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := state(); got != repaired {
-			t.Errorf("kube-proxy's first full sync changed the repaired state:\n%s", lineDiff(repaired, got))
+			t.Errorf("kube-proxy's first full sync changed the repaired state:\n%s", netnstest.LineDiff(repaired, got))
 		}
 		// A repair under a running kube-proxy is refused, and says which.
 		run("ipvsadm -d -t 10.96.50.10:80 -r 10.244.1.10:8080")
@@ -121,7 +122,7 @@ func TestReconcileIPVS(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 		}
 		if got != repaired {
-			t.Errorf("stopped during the write, the kernel is not as repaired:\n%s", lineDiff(repaired, got))
+			t.Errorf("stopped during the write, the kernel is not as repaired:\n%s", netnstest.LineDiff(repaired, got))
 		}
 		out, code := svctrace("reconcile rollback /tmp/during-write.yaml")
 		t.Logf("rollback:\n%s", out)
@@ -129,7 +130,7 @@ func TestReconcileIPVS(t *testing.T) {
 			t.Fatalf("rollback: exit %d", code)
 		}
 		if got := state(); got != old {
-			t.Errorf("rollback did not put the old state back:\n%s", lineDiff(old, got))
+			t.Errorf("rollback did not put the old state back:\n%s", netnstest.LineDiff(old, got))
 		}
 		if got := foreign(); got != others {
 			t.Errorf("rollback changed other components' rules:\n%s", got)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/svctrace/internal/netnstest"
 	"github.com/svctrace/svctrace/test/lab"
 )
 
@@ -47,7 +48,7 @@ func TestReconcileIPVSWriterOOM(t *testing.T) {
 		t.Fatalf("after the kill, no unfinished journal of the writer")
 	}
 	if got := ipvsState(t, run); got != old {
-		t.Logf("killed halfway: the kernel differs from the old state:\n%s", lineDiff(old, got))
+		t.Logf("killed halfway: the kernel differs from the old state:\n%s", netnstest.LineDiff(old, got))
 	}
 
 	out, code := svctrace(rules + " --apply --backup /tmp/next.yaml")
@@ -61,7 +62,7 @@ func TestReconcileIPVSWriterOOM(t *testing.T) {
 		t.Fatalf("rollback: exit %d", code)
 	}
 	if got := ipvsState(t, run); got != old {
-		t.Errorf("the rollback did not put the old state back:\n%s", lineDiff(old, got))
+		t.Errorf("the rollback did not put the old state back:\n%s", netnstest.LineDiff(old, got))
 	}
 	if out := run("ls " + journal + " 2>&1; true"); !strings.Contains(out, "No such file") {
 		t.Errorf("after the rollback, the journal is still there: %s", out)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/svctrace/svctrace/internal/netnstest"
 )
 
 // TestReconcileNFTables repairs kube-proxy's nftables table on a node with
@@ -73,7 +75,7 @@ spec:
 			t.Fatal(err)
 		}
 		if got := nftList(t, c, "ip kube-proxy"); got != repaired {
-			t.Errorf("kube-proxy's first full sync changed the repaired table:\n%s", lineDiff(repaired, got))
+			t.Errorf("kube-proxy's first full sync changed the repaired table:\n%s", netnstest.LineDiff(repaired, got))
 		}
 		if err := c.StopKubeProxy("node1"); err != nil {
 			t.Fatal(err)
@@ -85,7 +87,7 @@ spec:
 		stoppedMidApply(t, c, func() string { return nftList(t, c, "ip kube-proxy") }, repaired)
 	})
 	if got := nftList(t, c, "inet cni-test"); got != foreign {
-		t.Errorf("another component's table changed:\n%s", lineDiff(foreign, got))
+		t.Errorf("another component's table changed:\n%s", netnstest.LineDiff(foreign, got))
 	}
 }
 

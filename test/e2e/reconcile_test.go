@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/svctrace/internal/netnstest"
 	"github.com/svctrace/svctrace/test/lab"
 )
 
@@ -111,7 +112,7 @@ spec:
 			t.Fatal(err)
 		}
 		if got := kubeLayout(t, c); got != repaired {
-			t.Errorf("kube-proxy's first full sync changed the repaired rules:\n%s", lineDiff(repaired, got))
+			t.Errorf("kube-proxy's first full sync changed the repaired rules:\n%s", netnstest.LineDiff(repaired, got))
 		}
 		// A repair under a running kube-proxy is refused, and says which.
 		removeEndpointFromRules(t, c, "default/web:http", "default/web/tcp/http", c.pods["web-2"].IP)
@@ -147,7 +148,7 @@ func stoppedMidApply(t *testing.T, c *cluster, state func() string, repaired str
 	first := filepath.Join(dir, "after-backup.yaml")
 	stopped(t, c, "after-backup", first)
 	if got := state(); got != old {
-		t.Errorf("stopped after the backup, the kernel changed:\n%s", lineDiff(old, got))
+		t.Errorf("stopped after the backup, the kernel changed:\n%s", netnstest.LineDiff(old, got))
 	}
 	if _, err := os.Stat(first); err != nil {
 		t.Errorf("no backup: %v", err)
@@ -163,7 +164,7 @@ func stoppedMidApply(t *testing.T, c *cluster, state func() string, repaired str
 		}
 	}
 	if got != repaired && got != old {
-		t.Fatalf("stopped during the write, the kernel holds a mix:\n%s", lineDiff(repaired, got))
+		t.Fatalf("stopped during the write, the kernel holds a mix:\n%s", netnstest.LineDiff(repaired, got))
 	}
 	out, err := c.Exec("node1", c.bin, "reconcile", "rollback", "--local", "--node", "node1", second)
 	if err != nil {
@@ -171,7 +172,7 @@ func stoppedMidApply(t *testing.T, c *cluster, state func() string, repaired str
 	}
 	t.Logf("rollback:\n%s", out)
 	if got := state(); got != old {
-		t.Errorf("rollback did not put the old state back:\n%s", lineDiff(old, got))
+		t.Errorf("rollback did not put the old state back:\n%s", netnstest.LineDiff(old, got))
 	}
 }
 
@@ -268,30 +269,6 @@ func foreignRules(t *testing.T, c *cluster) string {
 		keep = append(keep, counters.ReplaceAllString(line, "[0:0]"))
 	}
 	return strings.Join(keep, "\n")
-}
-
-// lineDiff lists the lines only one of two texts has.
-func lineDiff(want, got string) string {
-	in := func(text string) map[string]bool {
-		m := map[string]bool{}
-		for _, l := range strings.Split(text, "\n") {
-			m[l] = true
-		}
-		return m
-	}
-	w, g := in(want), in(got)
-	var b strings.Builder
-	for _, l := range strings.Split(want, "\n") {
-		if !g[l] {
-			b.WriteString("- " + l + "\n")
-		}
-	}
-	for _, l := range strings.Split(got, "\n") {
-		if !w[l] {
-			b.WriteString("+ " + l + "\n")
-		}
-	}
-	return b.String()
 }
 
 // TestReconcileLargeCluster holds the render to kube-proxy's large
