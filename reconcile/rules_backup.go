@@ -80,19 +80,28 @@ func TakeBackup(ctx context.Context, p *RulesPlan, path string, now time.Time) (
 		}
 		b.Families = append(b.Families, part)
 	}
+	if err := b.Write(path); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Write writes the backup to path with its checksum, whole or not at all
+// (see TakeBackup).
+func (b *RulesBackup) Write(path string) error {
 	sum, err := b.Sum()
 	if err != nil {
-		return nil, fmt.Errorf("backup: %w", err)
+		return fmt.Errorf("backup: %w", err)
 	}
 	b.Checksum = sum
 	data, err := yaml.Marshal(b)
 	if err != nil {
-		return nil, fmt.Errorf("backup: %w", err)
+		return fmt.Errorf("backup: %w", err)
 	}
 	if err := writeWhole(path, data); err != nil {
-		return nil, fmt.Errorf("backup %s: %w", path, err)
+		return fmt.Errorf("backup %s: %w", path, err)
 	}
-	return b, nil
+	return nil
 }
 
 // writeWhole writes data to path atomically and durably; path must not

@@ -20,17 +20,8 @@ func writeTestBackup(t *testing.T, dir, node, mode string) string {
 	t.Helper()
 	b := &RulesBackup{APIVersion: "svctrace.dev/v1alpha1", Kind: "RulesBackup", Node: node, Mode: mode, TakenAt: time.Date(2026, 11, 24, 10, 15, 0, 0, time.UTC),
 		Families: []dataplane.BackupPart{{Mode: mode, Family: "IPv4", Backend: "nf_tables", Text: "*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n"}}}
-	sum, err := b.Sum()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Checksum = sum
-	data, err := yaml.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(dir, BackupName(node, b.TakenAt))
-	if err := writeWhole(path, data); err != nil {
+	if err := b.Write(path); err != nil {
 		t.Fatal(err)
 	}
 	return path

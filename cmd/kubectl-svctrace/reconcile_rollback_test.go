@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/reconcile"
 )
@@ -20,17 +18,8 @@ func rollbackBackup(t *testing.T) string {
 	t.Helper()
 	b := &reconcile.RulesBackup{APIVersion: "svctrace.dev/v1alpha1", Kind: "RulesBackup", Node: "node1", Mode: "iptables", TakenAt: time.Now().UTC(),
 		Families: []dataplane.BackupPart{{Mode: "iptables", Family: "IPv4", Backend: "nf_tables", Text: "*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n"}}}
-	sum, err := b.Sum()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Checksum = sum
-	data, err := yaml.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), reconcile.BackupName("node1", b.TakenAt))
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := b.Write(path); err != nil {
 		t.Fatal(err)
 	}
 	return path
