@@ -123,6 +123,8 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 			continue
 		}
 		switch {
+		case oo.Verdict == behavior.Unknown:
+			// The path leaves what the input holds: nothing to compare.
 		case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward:
 			forwardBoth = true
 			fs, policy := compareBackends(mk, e, c, eo, oo)
@@ -296,7 +298,7 @@ func describe(o behavior.Outcome) string {
 	switch o.Verdict {
 	case behavior.Forward:
 		return "forward to " + backendList(o)
-	case behavior.Reject, behavior.Drop:
+	case behavior.Reject, behavior.Drop, behavior.Unknown:
 		if o.Reason != "" {
 			return fmt.Sprintf("%s (%s)", o.Verdict, o.Reason)
 		}

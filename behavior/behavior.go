@@ -54,6 +54,10 @@ const (
 	Drop Verdict = "drop"
 	// Unhandled: no service rule touched the packet.
 	Unhandled Verdict = "unhandled"
+	// Unknown: the path goes on in rules the input does not hold (an
+	// excerpt's jump to a chain it lacks), so its fate cannot be told;
+	// Reason says where it went.
+	Unknown Verdict = "unknown"
 )
 
 // Key identifies a frontend: destination address (empty for a NodePort

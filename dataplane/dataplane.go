@@ -135,8 +135,12 @@ type Branch struct {
 	// Redirect is the local port of a REDIRECT.
 	Redirect string
 	// Missing is the chain an excerpt jumps to without holding it.
-	Missing    string
-	Masquerade bool
+	Missing string
+	// MissingEndpoint: Missing is one endpoint's chain, so the branch
+	// reaches one backend whose address the input does not show (a
+	// Service's chain could lead anywhere).
+	MissingEndpoint bool
+	Masquerade      bool
 	// AffinitySeconds: the branch records its client so that the client
 	// keeps this backend for that long (ClientIP affinity); 0 without.
 	AffinitySeconds int32

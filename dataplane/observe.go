@@ -260,6 +260,7 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 	var backends []behavior.Backend
 	var byEndpoint map[string]int
 	var dropP, rejectP float64
+	var missing []string
 	masq := false
 	addBackend := func(ep string, b Branch) {
 		i := -1
@@ -297,8 +298,16 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 			if b.Masquerade {
 				masq = true
 			}
-		case b.Missing != "":
+		case b.MissingEndpoint:
+			// One endpoint's chain: a backend, at an address not shown.
 			addBackend("? via "+b.Missing+" (chain not in the dump)", b)
+		case b.Missing != "":
+			if !slices.Contains(missing, b.Missing) {
+				missing = append(missing, b.Missing)
+			}
+			if o.Rules == nil {
+				o.Rules = hopRules(b.Hops, describe)
+			}
 		case b.Redirect != "":
 			addBackend("local:"+b.Redirect+" (userspace proxy)", b)
 		case b.Verdict == Reject:
@@ -311,6 +320,16 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 			}
 		}
 	}
+	if len(missing) > 0 && len(backends) > 0 {
+		// Some of the traffic reaches backends the input shows, the
+		// rest goes on where it does not look: that share's backends
+		// are unknown, and so it is listed as one.
+		for _, b := range br {
+			if b.Missing != "" && !b.MissingEndpoint && b.DNAT == "" {
+				addBackend("? via "+b.Missing+" (chain not in the dump)", b)
+			}
+		}
+	}
 	switch {
 	case len(backends) > 0:
 		o.Verdict = behavior.Forward
@@ -320,6 +339,9 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		}
 		o.Backends = slices.Clip(backends)
 		o.Masquerade = masq
+	case len(missing) > 0:
+		o.Verdict = behavior.Unknown
+		o.Reason = "goes on in " + strings.Join(missing, ", ") + ", which the input does not hold: its backends are not known"
 	case rejectP > 0:
 		o.Verdict = behavior.Reject
 	case dropP > 0:

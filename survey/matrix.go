@@ -136,7 +136,7 @@ func (c Cell) rank() int {
 		return 4
 	case c.Pending:
 		return 3
-	case c.Verdict == behavior.Unhandled || c.Verdict == "":
+	case c.Verdict == behavior.Unhandled || c.Verdict == behavior.Unknown || c.Verdict == "":
 		return 2
 	case c.Verdict != behavior.Forward:
 		return 1

@@ -139,6 +139,8 @@ func VerdictText(o behavior.Outcome) string {
 		return "REJECT: " + o.Reason
 	case behavior.Drop:
 		return "DROP: " + o.Reason
+	case behavior.Unknown:
+		return "not known: " + o.Reason
 	}
 	return "not handled by any service rule"
 }

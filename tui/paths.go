@@ -194,7 +194,7 @@ func (s *pathsScreen) outcome(st Styles, f behavior.Frontend, c behavior.SourceC
 		style = st.Reject
 	case behavior.Drop:
 		style = st.Drop
-	case behavior.Unhandled:
+	case behavior.Unhandled, behavior.Unknown:
 		style = st.Unhandled
 	}
 	id := backendID(f, c, "")

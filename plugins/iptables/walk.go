@@ -374,6 +374,7 @@ func (s *state) finish() dataplane.Branch {
 	}
 	if r := s.rare; r != nil {
 		b.Redirect, b.Missing, b.Notes = r.redirect, r.missing, r.notes
+		b.MissingEndpoint = strings.HasPrefix(r.missing, PrefixSEP)
 		// ClientIP affinity: the branch adds its source to a recent list
 		// that an rcheck earlier on the path consults.
 		for _, set := range r.recentSet {

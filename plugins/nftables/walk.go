@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/svctrace/svctrace/dataplane"
@@ -118,6 +119,7 @@ func (s *state) finish() dataplane.Branch {
 	return dataplane.Branch{
 		Probability: s.prob, Hops: slices.Clip(s.hops), Verdict: s.verdict, Reason: s.reason,
 		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq,
+		MissingEndpoint: strings.HasPrefix(s.missing, prefixEndpoint),
 		AffinitySeconds: s.affSecs, AffinityKey: s.affKey, SourcePrefixes: s.srcs, Notes: s.notes,
 	}
 }
