@@ -88,6 +88,14 @@ func (p *planes) choose(node, mode string) (dataplane.Plane, string, error) {
 	case chosen != nil:
 		return chosen, "", nil
 	}
+	for i, pl := range p.loaded {
+		if ex, ok := pl.(dataplane.Excerpter); ok && ex.Excerpt() != "" {
+			// An excerpt may hold none of kube-proxy's rules and still
+			// show what decides a Service's packets (a firewall, a
+			// policy): read it for that, and say so.
+			return pl, fmt.Sprintf("the %s excerpt holds none of kube-proxy's Service rules: no frontend can be read from it, only the other rules it shows", p.loaders[i].Mode()), nil
+		}
+	}
 	for _, pl := range p.loaded {
 		if pl != nil {
 			return nil, "", fmt.Errorf("node %s: none of %s holds kube-proxy's objects; if kube-proxy runs in another mode, this svctrace cannot read it yet (to check an empty node, give its mode with --proxy-mode)", node, strings.Join(modes, ", "))

@@ -108,7 +108,11 @@ type Dump struct {
 	// Table is set when a headerless dump (iptables -S lines) was given
 	// with an explicit table.
 	Table string `json:"table,omitempty"`
-	Text  string `json:"text"`
+	// Excerpt: the user gave the dump as an excerpt they cut, so a table
+	// cut before its COMMIT ends where the text ends instead of being
+	// refused as truncated.
+	Excerpt bool   `json:"excerpt,omitempty"`
+	Text    string `json:"text"`
 	// Index is an index of Text made by the data plane that reads it
 	// (when the snapshot was collected), opaque here: a narrowed read uses
 	// it to skip what it does not need of Text. Only the binary format

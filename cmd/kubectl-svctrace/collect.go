@@ -24,6 +24,8 @@ type collectOptions struct {
 	kubeIPVS0     []string
 	conntrack     []string
 	table         string
+	excerpt       bool
+	backend       string
 	mode          string
 	addresses     []string
 	appendNode    bool
@@ -76,6 +78,8 @@ comments and chain hashes.`,
 	cmd.Flags().StringSliceVar(&o.ipsets, "ipset", nil, "Import: the node's ipsets (ipset save or ipset list), for ipvs mode")
 	cmd.Flags().StringSliceVar(&o.kubeIPVS0, "kube-ipvs0", nil, "Import: the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0, or ip -j addr show), for ipvs mode")
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
+	cmd.Flags().BoolVar(&o.excerpt, "excerpt", false, "Import: the dumps are excerpts cut by hand, so a table may end without its COMMIT (read as far as it goes instead of refused as truncated)")
+	cmd.Flags().StringVar(&o.backend, "backend", "", "Import: the iptables backend of the dumps, legacy or nf_tables (default: what the iptables-save header says; unknown when it says neither)")
 	cmd.Flags().StringVar(&o.mode, "proxy-mode", "", "Import: kube-proxy's mode, if known")
 	cmd.Flags().StringSliceVar(&o.addresses, "node-ip", nil, "Import: the node's addresses, when --objects has no Node object for it")
 	cmd.Flags().BoolVar(&o.appendNode, "append", false, "Add the node to the snapshot already in -f FILE (replacing a node of the same name), to collect several nodes into one")
@@ -129,7 +133,7 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 		var err error
 		s, err = inspect.Import(inspect.ImportOptions{
 			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON, IPVS: o.ipvs, IPSets: o.ipsets, KubeIPVS0: o.kubeIPVS0, Conntrack: o.conntrack,
-			Table: o.table, KubeProxy: pc, Addresses: o.addresses, Now: time.Now(), Generator: "svctrace " + version,
+			Table: o.table, Excerpt: o.excerpt, Backend: o.backend, KubeProxy: pc, Addresses: o.addresses, Now: time.Now(), Generator: "svctrace " + version,
 		})
 		if err != nil {
 			return err

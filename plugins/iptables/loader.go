@@ -76,7 +76,7 @@ func (Loader) IndexDump(ns *snapshot.NodeState, d *snapshot.Dump) ([]byte, error
 	if !ok {
 		return nil, nil
 	}
-	rs, err := parseLazy(dataplane.Origin(ns.Name, d), d.Text, ParseOptions{Table: d.Table, Family: fam})
+	rs, err := parseLazy(dataplane.Origin(ns.Name, d), d.Text, ParseOptions{Table: d.Table, Family: fam, Excerpt: d.Excerpt})
 	if err != nil {
 		return nil, dumpError(ns.Name, d, err)
 	}
@@ -109,7 +109,7 @@ func load(ns *snapshot.NodeState, family string, parse func(d *snapshot.Dump, so
 		if !ok || fam != family {
 			continue
 		}
-		rs, err := parse(d, dataplane.Origin(ns.Name, d), ParseOptions{Table: d.Table, Family: fam})
+		rs, err := parse(d, dataplane.Origin(ns.Name, d), ParseOptions{Table: d.Table, Family: fam, Excerpt: d.Excerpt})
 		if err != nil {
 			return nil, dumpError(ns.Name, d, err)
 		}

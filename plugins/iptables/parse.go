@@ -18,6 +18,10 @@ type ParseOptions struct {
 	// ip6tables-save / iptables-save header, else from the first address
 	// in a rule, else IPv4.
 	Family string
+	// Excerpt: the caller says the input is an excerpt someone cut, so a
+	// table without its COMMIT ends where the input ends (and the
+	// Ruleset is an excerpt) instead of being refused as truncated.
+	Excerpt bool
 }
 
 // Parse reads an iptables-save / ip6tables-save dump (optionally with
@@ -225,12 +229,15 @@ func (p *dumpParser) run(text string) error {
 		}
 		p.lastLine, p.lastText = n, line
 	}
-	if p.table != nil {
+	if p.table != nil && !p.opts.Excerpt {
 		return &ParseError{
 			Source: p.src, Line: p.lastLine, Column: len(p.lastText) + 1, Text: p.lastText,
-			Msg: fmt.Sprintf("unexpected end of input: table %s (line %d) has no COMMIT; the dump is truncated",
-				p.table.Name, p.tableLine),
+			Msg: fmt.Sprintf("unexpected end of input: table %s (line %d) has no COMMIT; the dump is truncated "+
+				"(if it was cut on purpose, give it as an excerpt: --excerpt)", p.table.Name, p.tableLine),
 		}
+	}
+	if p.table != nil {
+		p.cutTable()
 	}
 	p.placePending()
 	return nil

@@ -112,6 +112,10 @@ func (p *dumpParser) commit(line string, i, n int) error {
 	if j := lexSkipBlank(line, i+len("COMMIT")); j < len(line) {
 		return p.errAt(line, n, j, "unexpected text after COMMIT")
 	}
+	if p.table == nil && len(p.tables) == 0 && len(p.pending) > 0 {
+		p.headlessCommit(n)
+		return nil
+	}
 	if p.table == nil {
 		return p.errAt(line, n, i, "COMMIT without a table (no *table line before it)")
 	}
