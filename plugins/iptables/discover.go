@@ -142,3 +142,43 @@ func kindOf(r *Rule) behavior.FrontendKind {
 	}
 	return behavior.ClusterIP
 }
+
+// portless notes the rules of kube-proxy's dispatch chains that send one
+// address to a Service's chain on every port (no --dport: a simplified
+// rule in an excerpt, or a hand-made one): they are no frontend of one
+// port, so explain cannot list them, and says so instead of leaving them
+// out silently.
+func portless(rs *Ruleset) []string {
+	var out []string
+	for _, tname := range []string{"nat", "filter"} {
+		t, ok := rs.Tables[tname]
+		if !ok {
+			continue
+		}
+		for _, cname := range []string{"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES"} {
+			c := t.Chain(cname)
+			if c == nil {
+				continue
+			}
+			for _, r := range c.Rules() {
+				if _, _, ok := protoPort(r); ok || r.Dest == nil || r.Dest.Negate || !r.Dest.Prefix.IsSingleIP() || !serviceChain(r.Target) {
+					continue
+				}
+				out = append(out, r.Ref()+": sends "+r.Dest.Prefix.Addr().String()+" to "+r.Target+
+					" on every port and protocol it matches (no --dport), so it is no frontend of one port and explain does not list it; trace a packet to follow it")
+			}
+		}
+	}
+	return out
+}
+
+// serviceChain reports whether a chain name is one of a Service's own
+// chains in kube-proxy's layouts.
+func serviceChain(name string) bool {
+	for _, p := range []string{PrefixSVC, PrefixFW, PrefixEXT, "KUBE-SVL-", "KUBE-XLB-"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -98,3 +98,27 @@ func TestLeftoversOnlyOfAnotherMode(t *testing.T) {
 		}
 	}
 }
+
+// TestPortlessRuleNoted: a dispatch rule without --dport (a simplified
+// rule in an excerpt) is no frontend, and the plane says it left it out
+// of explain instead of dropping it silently; trace still follows it.
+func TestPortlessRuleNoted(t *testing.T) {
+	text := `-A KUBE-SERVICES -d 10.96.0.10/32 -p udp -m comment --comment "kube-system/kube-dns:dns cluster IP" -j KUBE-SVC-TCOU7JCQXEZGVUNU
+-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment "default/kubernetes:https cluster IP" -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y
+`
+	rs, err := ParseString("excerpt", text, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Plane{Rules: rs}
+	if fs := p.Frontends(); len(fs) != 1 || fs[0].Key.Port != 443 {
+		t.Errorf("frontends %v, want only 10.96.0.1:443", fs)
+	}
+	found := false
+	for _, n := range p.Notes() {
+		found = found || strings.Contains(n, "sends 10.96.0.10 to KUBE-SVC-TCOU7JCQXEZGVUNU on every port")
+	}
+	if !found {
+		t.Errorf("no note on the portless rule: %q", p.Notes())
+	}
+}

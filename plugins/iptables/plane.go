@@ -85,7 +85,7 @@ func (p *Plane) Notes() []string {
 	for _, n := range p.Rules.AllNotes() {
 		out = append(out, n.String())
 	}
-	return out
+	return append(out, portless(p.Rules)...)
 }
 
 var _ dataplane.Excerpter = (*Plane)(nil)
