@@ -156,12 +156,16 @@ func dumpFiles() ([]string, error) {
 func answer(name string, excerpt bool) (map[string]map[string]string, []string, error) {
 	path := filepath.Join(dir, name)
 	o := inspect.ImportOptions{Node: "node1", Now: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), Generator: "test/wild", Excerpt: excerpt}
+	family := "IPv4"
 	switch filepath.Ext(name) {
 	case ".iptables-save", ".iptables-S", ".iptables-L", ".iptables-L-v", ".nft":
 		o.IPTablesSave = []string{path}
+	case ".ip6tables-save":
+		o.IP6TablesSave = []string{path}
+		family = "IPv6"
 	case ".ipvsadm":
 		o.IPVS = []string{path}
-	case ".ipset-list":
+	case ".ipset-list", ".ipset-save":
 		o.IPSets = []string{path}
 	case ".ip-addr":
 		o.KubeIPVS0 = []string{path}
@@ -172,7 +176,7 @@ func answer(name string, excerpt bool) (map[string]map[string]string, []string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := analysis.Analyze(s, "node1", "IPv4")
+	a, err := analysis.Analyze(s, "node1", family)
 	if err != nil {
 		return nil, nil, err
 	}
