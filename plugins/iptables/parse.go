@@ -71,6 +71,9 @@ func newDumpParser(source string, opts ParseOptions) (*dumpParser, error) {
 }
 
 func (p *dumpParser) parse(text string) (*Ruleset, error) {
+	if isListing(text) {
+		return p.parseListing(text) // iptables -L output: listing.go
+	}
 	if err := p.run(text); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,325 @@
+package iptables
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// listing is the state of one listing's translation.
+type listing struct {
+	src    string
+	chains []listingChain
+	notes  []Note
+	// The columns, from the first line of column names: --line-numbers
+	// adds num, -v adds pkts, bytes, in and out.
+	lineNumbers, verbose bool
+	// names: some address or interface was printed as a name ("anywhere",
+	// "any", a host name): the listing was taken without -n.
+	names bool
+	rules int
+	// headless is the last line of rules before the first Chain line.
+	headless int
+	targets  map[string]int
+}
+
+// headlessChain holds the rules of a listing that starts inside a chain:
+// its name is above what was pasted.
+const headlessChain = "CUT-ABOVE-LISTING"
+
+// translate turns the listing into headerless iptables -S lines, one for
+// each of its lines (blank for a line of column names).
+func (l *listing) translate(text string) (string, error) {
+	l.targets = map[string]int{}
+	for line := range strings.Lines(text) {
+		if f := strings.Fields(line); isListingColumns(line) {
+			l.lineNumbers, l.verbose = f[0] == "num", strings.Contains(line, " pkts ") || f[0] == "pkts"
+			break
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(text) + len(text)/4)
+	chain := ""
+	seen := map[string]int{}
+	n := 0
+	for line := range strings.Lines(text) {
+		n++
+		line = strings.TrimRight(line, "\r\n")
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "" || isListingColumns(t):
+		case t[0] == '#':
+			b.WriteString(t)
+		case strings.HasPrefix(t, "Chain "):
+			c, ok := listingChainLine(t)
+			if !ok {
+				return "", l.errAt(line, n, 0, "a Chain line is \"Chain NAME (policy P)\" or \"Chain NAME (N references)\"")
+			}
+			if prev, dup := seen[c.name]; dup {
+				return "", l.errAt(line, n, 0, "chain %s is listed twice (first on line %d): were two listings pasted together? give one table's", c.name, prev)
+			}
+			c.line, seen[c.name], chain = n, n, c.name
+			l.chains = append(l.chains, c)
+			if c.policy != "" {
+				fmt.Fprintf(&b, "-P %s %s", c.name, c.policy)
+			} else {
+				fmt.Fprintf(&b, "-N %s", c.name)
+			}
+		default:
+			if chain == "" {
+				chain, l.headless = headlessChain, n
+			}
+			if chain == headlessChain {
+				l.headless = n
+			}
+			save, err := l.rule(line, n, chain)
+			if err != nil {
+				return "", err
+			}
+			l.rules++
+			b.WriteString(save)
+		}
+		b.WriteByte('\n')
+	}
+	if l.headless > 0 {
+		l.note(0, "%s are rules of a chain whose Chain line is above the listing's start: read into a chain named %s, which no rule jumps to",
+			listingLines(l.headless), headlessChain)
+	}
+	return b.String(), nil
+}
+
+func (l *listing) note(n int, format string, args ...any) {
+	l.notes = append(l.notes, Note{Line: n, Message: fmt.Sprintf(format, args...)})
+}
+
+func (l *listing) errAt(line string, n, col int, format string, args ...any) error {
+	return &ParseError{Source: l.src, Line: n, Column: col + 1, Text: line,
+		Msg: "iptables -L listing: " + fmt.Sprintf(format, args...) + "; " + listingHint}
+}
+
+// listingScan reads a line's blank-separated columns.
+type listingScan struct {
+	s string
+	i int
+}
+
+// next is the next column and where it starts ("" at the end).
+func (sc *listingScan) next() (string, int) {
+	i := lexSkipBlank(sc.s, sc.i)
+	j := i
+	for j < len(sc.s) && sc.s[j] != ' ' && sc.s[j] != '\t' {
+		j++
+	}
+	sc.i = j
+	return sc.s[i:j], i
+}
+
+func (sc *listingScan) peek(k int) string {
+	save := sc.i
+	var t string
+	for range k + 1 {
+		t, _ = sc.next()
+	}
+	sc.i = save
+	return t
+}
+
+func isListingOpt(s string) bool { return s == "--" || s == "-f" || s == "!f" }
+
+// rule translates one rule line of chain into an -A line.
+func (l *listing) rule(line string, n int, chain string) (string, error) {
+	sc := &listingScan{s: line}
+	want := func(what string, ok func(string) bool) (string, error) {
+		t, col := sc.next()
+		if t == "" || !ok(t) {
+			if t == "" {
+				col = len(line)
+			}
+			return "", l.errAt(line, n, col, "expected %s: not a rule line of a listing", what)
+		}
+		return t, nil
+	}
+	if l.lineNumbers {
+		if _, err := want("the rule's number (--line-numbers)", isDigits); err != nil {
+			return "", err
+		}
+	}
+	if l.verbose {
+		for _, what := range []string{"the packet count (-v)", "the byte count (-v)"} {
+			if _, err := want(what, isListingCount); err != nil {
+				return "", err
+			}
+		}
+	}
+	target := ""
+	if !isListingOpt(sc.peek(1)) {
+		target, _ = sc.next()
+	}
+	prot, err := want("a protocol", func(s string) bool { return s != "" })
+	if err != nil {
+		return "", err
+	}
+	opt := ""
+	if isListingOpt(sc.peek(0)) {
+		opt, _ = sc.next()
+	}
+	var in, out string
+	if l.verbose {
+		if in, err = want("the in interface (-v)", func(string) bool { return true }); err != nil {
+			return "", err
+		}
+		if out, err = want("the out interface (-v)", func(string) bool { return true }); err != nil {
+			return "", err
+		}
+	}
+	src, err := want("the source", func(string) bool { return true })
+	if err != nil {
+		return "", err
+	}
+	dst, err := want("the destination", func(string) bool { return true })
+	if err != nil {
+		return "", err
+	}
+	args := []string{"-A", chain}
+	args = append(args, l.addr(src, "-s", n)...)
+	args = append(args, l.addr(dst, "-d", n)...)
+	args = append(args, l.iface(in, "-i")...)
+	args = append(args, l.iface(out, "-o")...)
+	args = append(args, listingProto(prot)...)
+	switch opt {
+	case "-f":
+		args = append(args, "-f")
+	case "!f":
+		args = append(args, "!", "-f")
+	}
+	ex := l.extras(strings.TrimSpace(line[sc.i:]), target, n)
+	args = append(args, ex.matches...)
+	if target != "" {
+		l.targets[target]++
+		jump := "-j"
+		if ex.goTo {
+			jump = "-g"
+		}
+		args = append(args, jump, target)
+		args = append(args, ex.targetOpts...)
+	}
+	return strings.Join(args, " "), nil
+}
+
+// isListingCount is a packet or byte count: digits, with -x not given
+// maybe a K, M, G or T suffix.
+func isListingCount(s string) bool {
+	if k := len(s) - 1; k > 0 && strings.IndexByte("KMGTP", s[k]) >= 0 {
+		s = s[:k]
+	}
+	return isDigits(s)
+}
+
+// listingProto is -p for the prot column: a name, or a number as
+// iptables 1.8.9 and later print with -n.
+func listingProto(p string) []string {
+	neg := strings.HasPrefix(p, "!")
+	p = strings.ToLower(strings.TrimPrefix(p, "!"))
+	switch p {
+	case "all", "0":
+		return nil
+	case "1":
+		p = "icmp"
+	case "6":
+		p = "tcp"
+	case "17":
+		p = "udp"
+	case "132":
+		p = "sctp"
+	case "58":
+		p = "ipv6-icmp"
+	case "47":
+		p = "gre"
+	}
+	if neg {
+		return []string{"!", "-p", p}
+	}
+	return []string{"-p", p}
+}
+
+// iface is -i/-o for the in or out column ("*" or "any": none).
+func (l *listing) iface(s, flag string) []string {
+	switch s {
+	case "", "*":
+		return nil
+	case "any":
+		l.names = true
+		return nil
+	}
+	if name, ok := strings.CutPrefix(s, "!"); ok {
+		return []string{"!", flag, name}
+	}
+	return []string{flag, s}
+}
+
+// listingHosts are the names iptables -L without -n prints for addresses
+// every system names the same (/etc/hosts, /etc/networks, the multicast
+// base's reverse name).
+func listingHost(name string) (string, bool) {
+	switch name {
+	case "localhost":
+		return "127.0.0.1", true
+	case "loopback":
+		return "127.0.0.0", true
+	case "base-address.mcast.net":
+		return "224.0.0.0", true
+	case "link-local":
+		return "169.254.0.0", true
+	case "ip6-localhost", "ip6-loopback":
+		return "::1", true
+	}
+	return "", false
+}
+
+// addr is -s/-d for a source or destination column.
+func (l *listing) addr(s, flag string, n int) []string {
+	neg := strings.HasPrefix(s, "!")
+	a := strings.TrimPrefix(s, "!")
+	if a == "anywhere" {
+		l.names = true
+		return nil
+	}
+	if a == "0.0.0.0/0" || a == "::/0" {
+		return nil
+	}
+	host, bits, hasBits := strings.Cut(a, "/")
+	if _, err := netip.ParseAddr(host); err != nil {
+		l.names = true
+		ip, ok := listingHost(host)
+		if !ok {
+			what := map[string]string{"-s": "source", "-d": "destination"}[flag]
+			l.note(n, "the %s %q is a name the listing printed for an address (taken without -n): its address is not known, so the rule is kept with it unread and taken as not matching; %s",
+				what, s, listingHint)
+			return []string{"-m", "listing-unread", "--text", listingQuote(what + " " + s)}
+		}
+		l.note(n, "the name %q read as %s, the address every system gives it", host, ip)
+		host = ip
+	}
+	out := host
+	if hasBits {
+		out += "/" + bits
+	}
+	if neg {
+		return []string{"!", flag, out}
+	}
+	return []string{flag, out}
+}
+
+// listingQuote quotes s as iptables-save does an argument with blanks.
+func listingQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// listingLines names lines 1 to n.
+func listingLines(n int) string {
+	if n == 1 {
+		return "line 1"
+	}
+	return fmt.Sprintf("lines 1-%d", n)
+}
