@@ -400,7 +400,18 @@ func podIface(cfg snapshot.ProxyConfig) string {
 func (a *NodeAnalysis) inferConfig(in dataplane.Inferred) {
 	if a.Config.Mode == "" && in.Mode != "" {
 		a.Config.Mode = in.Mode
-		a.Config.Inferred = append(a.Config.Inferred, "mode: "+in.Mode+" (kube-proxy's objects are in "+a.Plane.Mode()+")")
+		why := "kube-proxy's objects are in " + a.Plane.Mode()
+		for _, e := range in.Evidence {
+			if strings.HasPrefix(e, "mode "+in.Mode) {
+				why = strings.TrimPrefix(e, "mode "+in.Mode+": ")
+			}
+		}
+		a.Config.Inferred = append(a.Config.Inferred, "mode: "+in.Mode+" ("+why+")")
+	}
+	for _, e := range in.Evidence {
+		if a.Config.Mode == "" && strings.HasPrefix(e, "mode ") && strings.Contains(e, "? ") {
+			a.Config.Inferred = append(a.Config.Inferred, e)
+		}
 	}
 	detector := a.Config.DetectLocalMode == "" || a.Config.DetectLocalMode == "ClusterCIDR"
 	if detector && len(a.Config.ClusterCIDRs) == 0 && len(in.ClusterCIDRs) > 0 {

@@ -195,25 +195,46 @@ func leftoverKind(chain, mode string) string {
 // userspace with the userspace proxier's; "" with none of them. A finding
 // made on it says it was inferred.
 func modeFromChains(rs *Ruleset) string {
+	mode, _ := modeEvidence(rs)
+	return mode
+}
+
+// modeEvidence is modeFromChains with what tells it: a chain of the
+// mode's own, or (in an excerpt that lacks the chains) KUBE-SERVICES
+// jumping to a Service's chain or matching ipvs mode's set.
+func modeEvidence(rs *Ruleset) (mode, why string) {
 	nat := rs.Tables["nat"]
 	if nat == nil {
-		return ""
+		return "", ""
 	}
-	has := func(names []string) bool {
-		return slices.ContainsFunc(names, func(n string) bool { return nat.Chain(n) != nil })
+	has := func(names []string) string {
+		if i := slices.IndexFunc(names, func(n string) bool { return nat.Chain(n) != nil }); i >= 0 {
+			return names[i]
+		}
+		return ""
 	}
 	for _, c := range nat.chains() {
 		if strings.HasPrefix(c.Name, PrefixSVC) || strings.HasPrefix(c.Name, PrefixSEP) {
-			return "iptables"
+			return "iptables", "nat has kube-proxy's KUBE-SVC-* and KUBE-SEP-* chains"
 		}
 	}
-	switch {
-	case has(ipvsChains):
-		return "ipvs"
-	case has(userspaceChains):
-		return "userspace"
+	if c := has(ipvsChains); c != "" {
+		return "ipvs", "nat has " + c
 	}
-	return ""
+	if c := has(userspaceChains); c != "" {
+		return "userspace", "nat has " + c
+	}
+	if svcs := nat.Chain("KUBE-SERVICES"); svcs != nil {
+		for _, r := range svcs.Rules() {
+			if serviceChain(r.Target) {
+				return "iptables", "KUBE-SERVICES jumps to " + r.Target
+			}
+			if strings.Contains(r.Raw, "--match-set KUBE-CLUSTER-IP ") {
+				return "ipvs", "KUBE-SERVICES matches ipvs mode's set KUBE-CLUSTER-IP"
+			}
+		}
+	}
+	return "", ""
 }
 
 func hasAnyPrefix(s string, ps []string) bool {

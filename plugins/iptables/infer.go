@@ -27,9 +27,21 @@ func Infer(rs *Ruleset) Inferred {
 	if !ok {
 		return in
 	}
-	if nat.Chain("KUBE-SERVICES") != nil {
+	switch mode, why := modeEvidence(rs); {
+	case mode == "iptables":
+		in.Mode = mode
+		in.Evidence = append(in.Evidence, "mode iptables: "+why)
+	case mode == "userspace":
+		// The userspace proxier's state is these rules and its process.
+		in.Mode = mode
+		in.Evidence = append(in.Evidence, "mode userspace: "+why+" (the userspace proxier's portals: it proxies in its own process, which no dump shows)")
+	case mode != "":
+		// ipvs mode's iptables rules: the virtual servers are not in
+		// this plane, so it says so and leaves the mode open.
+		in.Evidence = append(in.Evidence, "mode "+mode+"? "+why+", but the input holds only its iptables rules (its virtual servers: ipvsadm -Ln)")
+	case nat.Chain("KUBE-SERVICES") != nil:
 		in.Mode = "iptables"
-		in.Evidence = append(in.Evidence, "mode iptables: nat table has KUBE-SERVICES")
+		in.Evidence = append(in.Evidence, "mode iptables: a guess: nat has KUBE-SERVICES, but no chain that tells the mode")
 	}
 	seen := map[string]bool{}
 	// Only a rule with a source address can tell, and one whose address
