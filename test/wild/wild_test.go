@@ -154,29 +154,7 @@ func dumpFiles() ([]string, error) {
 
 // answer imports a dump as its format asks and explains every frontend.
 func answer(name string, excerpt bool) (map[string]map[string]string, []string, error) {
-	path := filepath.Join(dir, name)
-	o := inspect.ImportOptions{Node: "node1", Now: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), Generator: "test/wild", Excerpt: excerpt}
-	family := "IPv4"
-	switch filepath.Ext(name) {
-	case ".iptables-save", ".iptables-S", ".iptables-L", ".iptables-L-v", ".nft":
-		o.IPTablesSave = []string{path}
-	case ".ip6tables-save":
-		o.IP6TablesSave = []string{path}
-		family = "IPv6"
-	case ".ipvsadm":
-		o.IPVS = []string{path}
-	case ".ipset-list", ".ipset-save":
-		o.IPSets = []string{path}
-	case ".ip-addr":
-		o.KubeIPVS0 = []string{path}
-	default:
-		return nil, nil, fmt.Errorf("no importer for %s", filepath.Ext(name))
-	}
-	s, err := inspect.Import(o)
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := analysis.Analyze(s, "node1", family)
+	a, err := analyse(name, excerpt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -194,6 +172,33 @@ func answer(name string, excerpt bool) (map[string]map[string]string, []string, 
 	}
 	sort.Strings(findings)
 	return out, findings, nil
+}
+
+// analyse imports a dump as its format asks and analyses the node.
+func analyse(name string, excerpt bool) (*analysis.NodeAnalysis, error) {
+	path := filepath.Join(dir, name)
+	o := inspect.ImportOptions{Node: "node1", Now: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), Generator: "test/wild", Excerpt: excerpt}
+	family := "IPv4"
+	switch filepath.Ext(name) {
+	case ".iptables-save", ".iptables-S", ".iptables-L", ".iptables-L-v", ".nft":
+		o.IPTablesSave = []string{path}
+	case ".ip6tables-save":
+		o.IP6TablesSave = []string{path}
+		family = "IPv6"
+	case ".ipvsadm":
+		o.IPVS = []string{path}
+	case ".ipset-list", ".ipset-save":
+		o.IPSets = []string{path}
+	case ".ip-addr":
+		o.KubeIPVS0 = []string{path}
+	default:
+		return nil, fmt.Errorf("no importer for %s", filepath.Ext(name))
+	}
+	s, err := inspect.Import(o)
+	if err != nil {
+		return nil, err
+	}
+	return analysis.Analyze(s, "node1", family)
 }
 
 // summary is an outcome in one line: the verdict, each backend with its
