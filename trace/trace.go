@@ -59,6 +59,12 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 		return nil, err
 	}
 	env := &dataplane.Env{LocalAddrs: a.LocalAddrs, Sticky: map[string]bool{}}
+	standIn := netip.Addr{}
+	if len(a.NodeIPs) == 0 {
+		// As explain does: one address stands in for the node's.
+		standIn = behavior.ChooseProbes(nil, nil, nil).Node
+		env.LocalAddrs = append([]netip.Addr{standIn}, env.LocalAddrs...)
+	}
 	for _, s := range spec.Sticky {
 		env.Sticky[s] = true
 	}
@@ -102,8 +108,9 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 		tb.Pod = pods[b.DNAT]
 		r.Branches = append(r.Branches, tb)
 	}
-	if len(a.NodeIPs) == 0 {
-		r.Notes = append(r.Notes, "node addresses unknown: addrtype LOCAL matches only loopback")
+	if standIn.IsValid() {
+		r.Notes = append(r.Notes, fmt.Sprintf("node addresses unknown: %s stands in for the node's address, as in explain; "+
+			"a packet to the node's real address is not seen as local (give the node's addresses: --node-ip when importing)", standIn))
 	}
 	r.Notes = append(r.Notes, a.Config.Inferred...)
 	return r, nil
