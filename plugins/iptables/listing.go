@@ -27,7 +27,7 @@ const listingHint = "for a complete answer give iptables-save output"
 func isListing(text string) bool {
 	first := ""
 	for l := range strings.Lines(text) {
-		if t := strings.TrimSpace(l); t != "" {
+		if t := strings.TrimSpace(l); t != "" && t[0] != '#' {
 			first = t
 			break
 		}
@@ -39,6 +39,8 @@ func isListing(text string) bool {
 		_, ok := listingChainLine(first)
 		return ok
 	case isListingColumns(first):
+		return true
+	case listingCommand(first) != nil:
 		return true
 	case strings.ContainsAny(first[:1], "*:-[#") || strings.HasPrefix(first, "COMMIT"):
 		return false
@@ -109,8 +111,13 @@ func (p *dumpParser) parseListing(text string) (*Ruleset, error) {
 		return nil, err
 	}
 	table, why := p.opts.Table, "the table given"
-	if table == "" {
+	switch {
+	case table != "":
+	case l.cmdTable != "":
+		table, why = l.cmdTable, fmt.Sprintf("the table the command on line %d names", l.cmdLine)
+	default:
 		table, why = l.guessTable()
+		why = "the listing does not name its table; guessed " + why
 	}
 	p.opts.Table = table
 	if err := p.run(save); err != nil {
@@ -146,7 +153,7 @@ func (l *listing) summary(table, why string) []Note {
 	}
 	out := []Note{
 		{Message: fmt.Sprintf("read from %s output, translated rule by rule into iptables-save form; %s", form, listingHint)},
-		{Message: fmt.Sprintf("the listing does not name its table: read as the %s table (%s)", table, why)},
+		{Message: fmt.Sprintf("read as the %s table (%s)", table, why)},
 	}
 	if !l.verbose && l.rules > 0 {
 		out = append(out, Note{Message: "listed without -v: the rules' in and out interfaces are not shown, so interface matches " +
@@ -194,4 +201,40 @@ func listingBuiltins(table string) []string {
 		return []string{"PREROUTING", "OUTPUT"}
 	}
 	return nil
+}
+
+// listingCommand reads a line that holds the command that printed the
+// listing ("root@node:~# iptables -t nat -L -n", "$ sudo iptables
+// -nvL"): its words after the program's name; nil for another line.
+func listingCommand(s string) []string {
+	f := strings.Fields(s)
+	for i, w := range f {
+		base := w[strings.LastIndexByte(w, '/')+1:]
+		if base != "iptables" && base != "ip6tables" && base != "iptables-legacy" && base != "iptables-nft" {
+			continue
+		}
+		for _, a := range f[i+1:] {
+			if a == "--list" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "L")) {
+				return f[i+1:]
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// listingCommandTable is the table a command names: -t T, --table T,
+// --table=T, or filter, iptables' default.
+func listingCommandTable(args []string) string {
+	for i, a := range args {
+		switch {
+		case (a == "-t" || a == "--table") && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, "--table="):
+			return strings.TrimPrefix(a, "--table=")
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.HasSuffix(a, "t") && i+1 < len(args):
+			return args[i+1] // -nvLt nat
+		}
+	}
+	return "filter"
 }

@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -141,10 +142,12 @@ func (ex *extrasScan) printout(w string, neg bool) bool {
 	case "limit:":
 		return !neg && ex.limit()
 	case "LOG":
-		ex.i = len(ex.s) // flags, level and prefix: nothing a walk reads
-		return !neg && ex.target == "LOG"
+		return !neg && ex.target == "LOG" && ex.log()
 	case "icmptype", "icmp":
 		v, _ := ex.next()
+		if n := listingICMP(v); n != "" {
+			v = n
+		}
 		ex.match("-m", "icmp", "--icmp-type", v)
 		return !neg && v != ""
 	}
@@ -233,6 +236,18 @@ func (ex *extrasScan) portRange(v string) (string, bool) {
 		parts[i] = p
 	}
 	return strings.Join(parts, ":"), len(parts) <= 2
+}
+
+// listingICMP is an ICMP type name iptables -L prints without -n as the
+// number iptables-save writes ("" for another).
+func listingICMP(name string) string {
+	i := slices.Index([]string{"echo-reply", "destination-unreachable", "network-unreachable", "host-unreachable",
+		"protocol-unreachable", "port-unreachable", "fragmentation-needed", "source-quench", "redirect",
+		"echo-request", "time-exceeded", "parameter-problem", "timestamp-request", "timestamp-reply"}, name)
+	if i < 0 {
+		return ""
+	}
+	return []string{"0", "3", "3/0", "3/1", "3/2", "3/3", "3/4", "4", "5", "8", "11", "12", "13", "14"}[i]
 }
 
 // listingTCPFlags reads flags:MASK/COMP, as names or numbers.

@@ -2,7 +2,6 @@ package iptables
 
 import (
 	"fmt"
-	"net/netip"
 	"strings"
 )
 
@@ -21,6 +20,15 @@ type listing struct {
 	// headless is the last line of rules before the first Chain line.
 	headless int
 	targets  map[string]int
+	// cmdTable is the table the command on line cmdLine names.
+	cmdTable string
+	cmdLine  int
+}
+
+// isListingPrompt reports whether s is a shell prompt alone
+// ("root@node:~#"), as pasted after a listing's end.
+func isListingPrompt(s string) bool {
+	return !strings.ContainsAny(s, " \t") && strings.Contains(s, "@") && strings.ContainsAny(s[len(s)-1:], "#$")
 }
 
 // headlessChain holds the rules of a listing that starts inside a chain:
@@ -39,6 +47,7 @@ func (l *listing) translate(text string) (string, error) {
 	}
 	var b strings.Builder
 	b.Grow(len(text) + len(text)/4)
+	headName, headWhy := headlessName(text)
 	chain := ""
 	seen := map[string]int{}
 	n := 0
@@ -48,6 +57,15 @@ func (l *listing) translate(text string) (string, error) {
 		t := strings.TrimSpace(line)
 		switch {
 		case t == "" || isListingColumns(t):
+		case listingCommand(t) != nil:
+			table := listingCommandTable(listingCommand(t))
+			if l.cmdTable != "" && table != l.cmdTable {
+				return "", l.errAt(line, n, 0, "this command lists the %s table, the one on line %d the %s table: give one table's listing", table, l.cmdLine, l.cmdTable)
+			}
+			if l.cmdTable == "" {
+				l.cmdTable, l.cmdLine = table, n
+			}
+		case isListingPrompt(t):
 		case t[0] == '#':
 			b.WriteString(t)
 		case strings.HasPrefix(t, "Chain "):
@@ -67,9 +85,10 @@ func (l *listing) translate(text string) (string, error) {
 			}
 		default:
 			if chain == "" {
-				chain, l.headless = headlessChain, n
+				chain = headName
+				seen[chain] = n
 			}
-			if chain == headlessChain {
+			if l.chains == nil {
 				l.headless = n
 			}
 			save, err := l.rule(line, n, chain)
@@ -81,9 +100,13 @@ func (l *listing) translate(text string) (string, error) {
 		}
 		b.WriteByte('\n')
 	}
-	if l.headless > 0 {
+	switch {
+	case l.headless > 0 && headName == headlessChain:
 		l.note(0, "%s are rules of a chain whose Chain line is above the listing's start: read into a chain named %s, which no rule jumps to",
 			listingLines(l.headless), headlessChain)
+	case l.headless > 0:
+		l.note(0, "%s are rules of a chain whose Chain line is above the listing's start: read as the end of %s (%s); its rules before them are not known",
+			listingLines(l.headless), headName, headWhy)
 	}
 	return b.String(), nil
 }
@@ -240,80 +263,6 @@ func listingProto(p string) []string {
 		return []string{"!", "-p", p}
 	}
 	return []string{"-p", p}
-}
-
-// iface is -i/-o for the in or out column ("*" or "any": none).
-func (l *listing) iface(s, flag string) []string {
-	switch s {
-	case "", "*":
-		return nil
-	case "any":
-		l.names = true
-		return nil
-	}
-	if name, ok := strings.CutPrefix(s, "!"); ok {
-		return []string{"!", flag, name}
-	}
-	return []string{flag, s}
-}
-
-// listingHosts are the names iptables -L without -n prints for addresses
-// every system names the same (/etc/hosts, /etc/networks, the multicast
-// base's reverse name).
-func listingHost(name string) (string, bool) {
-	switch name {
-	case "localhost":
-		return "127.0.0.1", true
-	case "loopback":
-		return "127.0.0.0", true
-	case "base-address.mcast.net":
-		return "224.0.0.0", true
-	case "link-local":
-		return "169.254.0.0", true
-	case "ip6-localhost", "ip6-loopback":
-		return "::1", true
-	}
-	return "", false
-}
-
-// addr is -s/-d for a source or destination column.
-func (l *listing) addr(s, flag string, n int) []string {
-	neg := strings.HasPrefix(s, "!")
-	a := strings.TrimPrefix(s, "!")
-	if a == "anywhere" {
-		l.names = true
-		return nil
-	}
-	if a == "0.0.0.0/0" || a == "::/0" {
-		return nil
-	}
-	host, bits, hasBits := strings.Cut(a, "/")
-	if _, err := netip.ParseAddr(host); err != nil {
-		l.names = true
-		ip, ok := listingHost(host)
-		if !ok {
-			what := map[string]string{"-s": "source", "-d": "destination"}[flag]
-			l.note(n, "the %s %q is a name the listing printed for an address (taken without -n): its address is not known, so the rule is kept with it unread and taken as not matching; %s",
-				what, s, listingHint)
-			return []string{"-m", "listing-unread", "--text", listingQuote(what + " " + s)}
-		}
-		l.note(n, "the name %q read as %s, the address every system gives it", host, ip)
-		host = ip
-	}
-	out := host
-	if hasBits {
-		out += "/" + bits
-	}
-	if neg {
-		return []string{"!", flag, out}
-	}
-	return []string{flag, out}
-}
-
-// listingQuote quotes s as iptables-save does an argument with blanks.
-func listingQuote(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
-	return `"` + r.Replace(s) + `"`
 }
 
 // listingLines names lines 1 to n.

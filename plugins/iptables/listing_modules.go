@@ -171,7 +171,7 @@ func (ex *extrasScan) addrtype() bool {
 // name: X side: source mask: M".
 func (ex *extrasScan) recent() bool {
 	args := []string{"-m", "recent"}
-	neg := false
+	neg, side := false, ""
 	for {
 		save := ex.i
 		w, _ := ex.next()
@@ -198,17 +198,19 @@ func (ex *extrasScan) recent() bool {
 		case "mask:":
 			args = append(args, "--mask", val())
 		case "side:":
-			side := val()
-			switch side {
+			switch val() {
 			case "source":
-				args = append(args, "--rsource")
+				side = "--rsource"
 			case "dest":
-				args = append(args, "--rdest")
+				side = "--rdest"
 			default:
 				return false
 			}
 		default:
 			ex.i = save
+			if side != "" {
+				args = append(args, side) // iptables-save writes it last
+			}
 			ex.match(args...)
 			return len(args) > 2
 		}
@@ -241,46 +243,4 @@ func (ex *extrasScan) conntrack(w string, neg bool) bool {
 			return true
 		}
 	}
-}
-
-// dashed reads a printout made of the module's own options ("PHYSDEV
-// match --physdev-is-in ! --physdev-out eth0", "socket --transparent").
-func (ex *extrasScan) dashed(module string) bool {
-	args := []string{"-m", module}
-	if module == "physdev" {
-		if w, _ := ex.next(); w != "match" {
-			return false
-		}
-	}
-	for {
-		save := ex.i
-		w, _ := ex.next()
-		if w == "!" && strings.HasPrefix(ex.peek(0), "--") {
-			args = append(args, w)
-			continue
-		}
-		if !strings.HasPrefix(w, "--") {
-			ex.i = save
-			ex.match(args...)
-			return true
-		}
-		args = append(args, w)
-		if w == "--physdev-in" || w == "--physdev-out" {
-			v, _ := ex.next()
-			args = append(args, v)
-		}
-	}
-}
-
-// limit reads "limit: avg R burst B".
-func (ex *extrasScan) limit() bool {
-	a, _ := ex.next()
-	r, _ := ex.next()
-	b, _ := ex.next()
-	n, _ := ex.next()
-	if a != "avg" || b != "burst" || !isDigits(n) {
-		return false
-	}
-	ex.match("-m", "limit", "--limit", r, "--limit-burst", n)
-	return true
 }

@@ -103,3 +103,31 @@ func listingLabel(name string) string {
 	}
 	return name
 }
+
+// headlessName names the chain of the rules before a listing's first
+// Chain line: KUBE-SERVICES when one of them is a rule only kube-proxy's
+// KUBE-SERVICES holds and no Chain line of the listing names it, else
+// headlessChain; why says which rule told.
+func headlessName(text string) (name, why string) {
+	n := 0
+	for line := range strings.Lines(text) {
+		n++
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "Chain ") {
+			break
+		}
+		switch {
+		case strings.Contains(t, "/* kubernetes service nodeports; NOTE: this must be the last rule in this chain */"):
+			why = fmt.Sprintf("line %d is the rule kube-proxy writes last in KUBE-SERVICES", n)
+		case strings.Contains(t, " KUBE-SVC-") && strings.Contains(t, " cluster IP */"):
+			why = fmt.Sprintf("line %d sends a cluster IP to its Service chain, as only KUBE-SERVICES does", n)
+		default:
+			continue
+		}
+		break
+	}
+	if why == "" || strings.Contains(text, "\nChain KUBE-SERVICES ") || strings.HasPrefix(text, "Chain KUBE-SERVICES ") {
+		return headlessChain, ""
+	}
+	return "KUBE-SERVICES", why
+}
