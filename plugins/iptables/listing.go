@@ -120,6 +120,9 @@ func (p *dumpParser) parseListing(text string) (*Ruleset, error) {
 		why = "the listing does not name its table; guessed " + why
 	}
 	p.opts.Table = table
+	if p.family == "" && l.v6 > 0 {
+		p.family, p.familyB = famIPv6, fmt.Sprintf("the address ::/0 on line %d", l.v6)
+	}
 	if err := p.run(save); err != nil {
 		return nil, fmt.Errorf("iptables: reading the listing %s as iptables-save: %w", l.src, err)
 	}

@@ -48,6 +48,9 @@ func (l *listing) addr(s, flag string, n int) []string {
 		return nil
 	}
 	if a == "0.0.0.0/0" || a == "::/0" {
+		if a == "::/0" && l.v6 == 0 {
+			l.v6 = n
+		}
 		return nil
 	}
 	host, bits, hasBits := strings.Cut(a, "/")

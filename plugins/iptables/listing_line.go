@@ -23,6 +23,9 @@ type listing struct {
 	// cmdTable is the table the command on line cmdLine names.
 	cmdTable string
 	cmdLine  int
+	// v6 is the first line whose source or destination is ::/0, as
+	// ip6tables -L -n prints any address.
+	v6 int
 }
 
 // isListingPrompt reports whether s is a shell prompt alone

@@ -236,3 +236,22 @@ func FuzzListing(f *testing.F) {
 		_, _ = ParseString("fuzz", s, ParseOptions{})
 	})
 }
+
+// TestListingIPv6: ip6tables -L, whose comment may follow a match and
+// whose any-address ::/0 tells the family.
+func TestListingIPv6(t *testing.T) {
+	text := listingOf(colsNV, "Chain T6 (0 references)",
+		"    0     0 DNAT       6    --  *      *       ::/0                 fd00::1              tcp dpt:80 /* x y */ to:[fd00::2]:8080",
+		"    0     0 MASQUERADE  0    --  *      *       ::/0                 ::/0                ")
+	rs, err := ParseString("x", text, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Family != famIPv6 {
+		t.Errorf("family %s, want IPv6", rs.Family)
+	}
+	r := rs.Chain("nat", "T6").Rules()[0]
+	if want := `-A T6 -d fd00::1 -p tcp -m tcp --dport 80 -m comment --comment "x y" -j DNAT --to-destination [fd00::2]:8080`; r.Raw != want {
+		t.Errorf("got %s\nwant %s", r.Raw, want)
+	}
+}
