@@ -341,7 +341,7 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		o.Masquerade = masq
 	case len(missing) > 0:
 		o.Verdict = behavior.Unknown
-		o.Reason = "goes on in " + strings.Join(missing, ", ") + ", which the input does not hold: its backends are not known"
+		o.Reason = "goes on in " + strings.Join(missing, ", ") + ", whose rules the input does not show: its backends are not known"
 	case rejectP > 0:
 		o.Verdict = behavior.Reject
 	case dropP > 0:

@@ -36,7 +36,7 @@ func TestParseErrors(t *testing.T) {
 		{"table inside a table", "*nat\n*filter\nCOMMIT\n", 2, 1, "before table nat (line 1) was committed"},
 		{"table name missing", "*\n", 1, 2, "table name missing"},
 		{"chain without policy", "*nat\n:X\nCOMMIT\n", 2, 3, "chain X has no policy"},
-		{"chain outside a table", ":X - [0:0]\n", 1, 1, "outside a table"},
+		{"chain outside a table", "*nat\nCOMMIT\n:X - [0:0]\n", 3, 1, "outside a table"},
 		{"chain declared twice", "*nat\n:X - [0:0]\n:X - [0:0]\nCOMMIT\n", 3, 2, "chain X already declared on line 2"},
 		{"bad chain counters", "*nat\n:X - [0:x]\nCOMMIT\n", 2, 6, "bad counters"},
 		{"bad rule counters", "[a:b] -A X -j ACCEPT\n", 1, 1, "bad counters"},

@@ -138,7 +138,7 @@ func (p *dumpParser) chainDecl(line string, i, n int) error {
 	if len(toks) == 0 || toks[0].col != i+1 {
 		return p.errAt(line, n, i+1, "chain name missing after ':'")
 	}
-	if p.table == nil {
+	if p.table == nil && len(p.tables) > 0 {
 		return p.errAt(line, n, i, "chain declaration outside a table (no *table line before it)")
 	}
 	if msg := lexChainName(toks[0]); msg != "" {
@@ -153,6 +153,12 @@ func (p *dumpParser) chainDecl(line string, i, n int) error {
 	}
 	if len(toks) > 3 {
 		return p.errAt(line, n, toks[3].col, "unexpected text after chain declaration")
+	}
+	if p.table == nil {
+		// A grep of iptables-save keeps the declarations it matched:
+		// headerless, like -N lines.
+		p.pending = append(p.pending, pendingLine{line: n, chain: toks[0].text, policy: toks[1].text})
+		return nil
 	}
 	return p.declareHere(toks[0].text, toks[1].text, false, line, n, toks[0].col)
 }

@@ -577,6 +577,12 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		s.note("%s", tailNote(t))
 		target = t
 	}
+	if target != nil && w.rs.Excerpt != "" && len(target.Rules()) == 0 && !isBuiltinChain(target.Name) {
+		// An excerpt that declares a chain and shows none of its rules
+		// (a grep keeps the declaration lines it matched) does not
+		// prove the chain empty: its rules were left out.
+		target = nil
+	}
 	if target == nil {
 		if target = w.assumed(table, r.Target); target != nil {
 			s.note("%s", assumedNote(target))

@@ -24,6 +24,8 @@ import (
 	"github.com/svctrace/svctrace/inspect"
 )
 
+var show = flag.Bool("show", false, "log each dump's answer as expect.yaml would hold it (to check by hand)")
+
 var update = flag.Bool("update", false, "write the answers of dumps without an expectation into expect.yaml, to be checked by hand")
 
 const dir = "../../testdata/wild"
@@ -71,6 +73,10 @@ func TestWildDumps(t *testing.T) {
 		e := listed[d]
 		t.Run(d, func(t *testing.T) {
 			got, findings, err := answer(d, e != nil && e.Excerpt)
+			if *show {
+				out, _ := yaml.Marshal([]entry{{Dump: d, Frontends: got, Findings: findings, Excerpt: e != nil && e.Excerpt}})
+				t.Logf("answer (error %v):\n%s", err, out)
+			}
 			switch {
 			case e == nil && *update:
 				ne := entry{Dump: d, Frontends: got, Findings: findings}
