@@ -117,7 +117,7 @@ func (p *dumpParser) parseListing(text string) (*Ruleset, error) {
 		table, why = l.cmdTable, fmt.Sprintf("the table the command on line %d names", l.cmdLine)
 	default:
 		table, why = l.guessTable()
-		why = "the listing does not name its table; guessed " + why
+		why = "the listing does not name its table; guessed: " + why
 	}
 	p.opts.Table = table
 	if p.family == "" && l.v6 > 0 {

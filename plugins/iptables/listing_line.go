@@ -23,6 +23,8 @@ type listing struct {
 	// cmdTable is the table the command on line cmdLine names.
 	cmdTable string
 	cmdLine  int
+	// text is the listing.
+	text string
 	// v6 is the first line whose source or destination is ::/0, as
 	// ip6tables -L -n prints any address.
 	v6 int
@@ -41,7 +43,7 @@ const headlessChain = "CUT-ABOVE-LISTING"
 // translate turns the listing into headerless iptables -S lines, one for
 // each of its lines (blank for a line of column names).
 func (l *listing) translate(text string) (string, error) {
-	l.targets = map[string]int{}
+	l.targets, l.text = map[string]int{}, text
 	for line := range strings.Lines(text) {
 		if f := strings.Fields(line); isListingColumns(line) {
 			l.lineNumbers, l.verbose = f[0] == "num", strings.Contains(line, " pkts ") || f[0] == "pkts"
@@ -115,7 +117,11 @@ func (l *listing) translate(text string) (string, error) {
 }
 
 func (l *listing) note(n int, format string, args ...any) {
-	l.notes = append(l.notes, Note{Line: n, Message: fmt.Sprintf(format, args...)})
+	nt := Note{Line: n, Message: fmt.Sprintf(format, args...)}
+	if k := len(l.notes); k > 0 && l.notes[k-1] == nt {
+		return // the same name read twice on a line
+	}
+	l.notes = append(l.notes, nt)
 }
 
 func (l *listing) errAt(line string, n, col int, format string, args ...any) error {
@@ -220,6 +226,7 @@ func (l *listing) rule(line string, n int, chain string) (string, error) {
 	}
 	ex := l.extras(strings.TrimSpace(line[sc.i:]), target, n)
 	args = append(args, ex.matches...)
+	args = append(args, l.lostMark(chain, target, len(args) == 2+len(ex.matches), ex.matches, n)...)
 	if target != "" {
 		l.targets[target]++
 		jump := "-j"

@@ -31,9 +31,9 @@ func (l *listing) guessTable() (table, why string) {
 	nat, filter := l.tableEvidence()
 	switch {
 	case len(nat) > 0 && len(nat) >= len(filter):
-		return "nat", "by " + strings.Join(nat, ", ")
+		return "nat", "its chains and targets point to it: " + strings.Join(nat, ", ")
 	case len(filter) > 0:
-		return "filter", "by " + strings.Join(filter, ", ")
+		return "filter", "its chains and targets point to it: " + strings.Join(filter, ", ")
 	}
 	return "nat", "nothing in it tells; kube-proxy's Service rules are in nat"
 }

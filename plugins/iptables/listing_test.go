@@ -106,8 +106,9 @@ func TestListingWild(t *testing.T) {
 	}{
 		"05": {"nat", []string{"iptables -L -n -v output"}},
 		"06": {"filter", nil},
-		"09": {"nat", []string{"without -v", "without -n", `the source "k8s-cp/24" is a name`, `"base-address.mcast.net" read as 224.0.0.0`}},
-		"10": {"filter", []string{"without -v"}},
+		"09": {"nat", []string{"without -v", "without -n", `the source "k8s-cp/24" is a name`, `"base-address.mcast.net" read as 224.0.0.0`,
+			"line 38: kube-proxy writes this rule with -m mark ! --mark 0x4000/0x4000, which the listing does not show"}},
+		"10": {"filter", []string{"without -v", "line 37: kube-proxy writes this rule with -m mark --mark 0x4000/0x4000"}},
 		"13": {"nat", nil},
 		"14": {"nat", nil},
 		"15": {"filter", nil},
