@@ -216,6 +216,9 @@ func listingCommand(s string) []string {
 		if base != "iptables" && base != "ip6tables" && base != "iptables-legacy" && base != "iptables-nft" {
 			continue
 		}
+		if i > 0 && f[i-1] != "sudo" && !strings.ContainsAny(f[i-1][len(f[i-1])-1:], "#$>") {
+			return nil // a word of a rule's comment, not a command
+		}
 		for _, a := range f[i+1:] {
 			if a == "--list" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "L")) {
 				return f[i+1:]

@@ -82,6 +82,8 @@ func TestListingRules(t *testing.T) {
 			`-A C -m physdev --physdev-is-in -j ACCEPT`},
 		{colsN, `           all  --  0.0.0.0/0            0.0.0.0/0           `, `-A C`},
 		{colsN, `C          all  -f  0.0.0.0/0            0.0.0.0/0           [goto] `, `-A C -f -g C`},
+		{colsN, `ACCEPT     all  --  0.0.0.0/0            0.0.0.0/0            /* made by iptables -L */`,
+			`-A C -m comment --comment "made by iptables -L" -j ACCEPT`},
 	}
 	for _, c := range cases {
 		text := listingOf(c.cols, "Chain C (1 references)", c.line)
