@@ -155,7 +155,7 @@ func (w *Walker) excerptEntry(s *state, table, hook string) *Chain {
 	}
 	c := &Chain{Name: hook, Builtin: true, Policy: "ACCEPT"}
 	for _, r := range entry.Rules() {
-		if w.rs.Chain(table, r.Target) == nil && w.assumed(table, r.Target) == nil {
+		if _, tail := w.tails[table+"/"+r.Target]; !tail && w.rs.Chain(table, r.Target) == nil && w.assumed(table, r.Target) == nil {
 			continue
 		}
 		if table == "nat" && r.Target == "KUBE-NODEPORTS" && w.jumpedTo(table, r.Target) {

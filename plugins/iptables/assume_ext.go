@@ -18,21 +18,32 @@ import (
 // pods, by the cluster CIDR, go to KUBE-SVC-<hash>. A grep leaves it out
 // too, and the walk assumes it where the excerpt tells the cluster CIDR.
 
+// assumedChain is a chain of an excerpt with what it lacks assumed, and
+// the note that says what.
+type assumedChain struct {
+	chain *Chain
+	note  string
+}
+
 // extTails are an excerpt's KUBE-EXT chains with their last jump assumed,
-// and its KUBE-XLB chains with their first, by name (nil for a whole
-// dump, or where nothing is assumed).
-func extTails(rs *Ruleset) map[string]*Chain {
+// its KUBE-XLB chains with their first, and the filter table's
+// KUBE-EXTERNAL-SERVICES with the drops of Services the excerpt proves
+// have no local endpoint, by table and name (nil for a whole dump, or
+// where nothing is assumed).
+func extTails(rs *Ruleset) map[string]assumedChain {
 	nat := rs.Tables["nat"]
 	if rs.Excerpt == "" || nat == nil {
 		return nil
 	}
-	var out map[string]*Chain
+	var out map[string]assumedChain
 	add := func(c *Chain, rules []*Rule) {
 		if out == nil {
-			out = map[string]*Chain{}
+			out = map[string]assumedChain{}
 		}
-		out[c.Name] = &Chain{Name: c.Name, Policy: c.Policy, Line: c.Line, rules: rules}
+		ch := &Chain{Name: c.Name, Policy: c.Policy, Line: c.Line, rules: rules}
+		out["nat/"+c.Name] = assumedChain{ch, tailNote(ch)}
 	}
+	var drops []string
 	var cidrs []string
 	for _, c := range nat.chains() {
 		if hash, ok := strings.CutPrefix(c.Name, "KUBE-XLB-"); ok {
@@ -52,6 +63,7 @@ func extTails(rs *Ruleset) map[string]*Chain {
 		}
 		tail := extTail(c, hash, nat)
 		if tail == "" {
+			drops = append(drops, noLocalDrops(rs, nat, c, hash)...)
 			continue
 		}
 		rule, err := assumedRuleText(rs.Family, c.Name, tail, "-A "+c.Name+" -j "+tail)
@@ -60,7 +72,33 @@ func extTails(rs *Ruleset) map[string]*Chain {
 		}
 		add(c, append(append([]*Rule(nil), c.Rules()...), rule))
 	}
+	if len(drops) > 0 && rs.Chain("filter", "KUBE-EXTERNAL-SERVICES") == nil {
+		if ch := assumedDrops(rs.Family, drops); ch != nil {
+			if out == nil {
+				out = map[string]assumedChain{}
+			}
+			out["filter/KUBE-EXTERNAL-SERVICES"] = assumedChain{ch, "filter chain KUBE-EXTERNAL-SERVICES is not in the excerpt, which shows " +
+				"a Local traffic policy's KUBE-EXT chain whole and without its jump to the Service's local endpoints (it is no grep of the Service, " +
+				"which would leave that uncommented jump out): the node has no local endpoint for it, and kube-proxy's drop is assumed: " + strings.Join(drops, "; ")}
+		}
+	}
 	return out
+}
+
+// assumedDrops is filter's KUBE-EXTERNAL-SERVICES holding the rules
+// drops, marked assumed (nil if they do not parse, which cannot be: they
+// are this package's own).
+func assumedDrops(family string, drops []string) *Chain {
+	text := "*filter\n:KUBE-EXTERNAL-SERVICES - [0:0]\n" + strings.Join(drops, "\n") + "\nCOMMIT\n"
+	rs, err := ParseString("assumed", text, ParseOptions{Family: family})
+	if err != nil {
+		return nil
+	}
+	c := rs.Chain("filter", "KUBE-EXTERNAL-SERVICES")
+	for _, r := range c.Rules() {
+		r.Raw = "(assumed) " + r.Raw
+	}
+	return c
 }
 
 // xlbHead is the rule a KUBE-XLB chain c of hash begins with, sending

@@ -228,9 +228,9 @@ type Walker struct {
 	// chains, assumed where an excerpt lacks them (assume.go); nil when
 	// the dump lacks none of them.
 	fixed *Ruleset
-	// tails are an excerpt's KUBE-EXT chains with the last jump a grep
-	// drops assumed (assume_ext.go), by name.
-	tails map[string]*Chain
+	// tails are an excerpt's chains with what it lacks assumed
+	// (assume_ext.go), by table and name ("nat/KUBE-EXT-…").
+	tails map[string]assumedChain
 }
 
 // hookChains are a hook's built-in chain name (in capitals) and, for each
@@ -573,9 +573,9 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 	if target == nil {
 		target = w.rs.Chain(table, r.Target)
 	}
-	if t := w.tails[r.Target]; t != nil && table == "nat" {
-		s.note("%s", tailNote(t))
-		target = t
+	if t, ok := w.tails[table+"/"+r.Target]; ok {
+		s.note("%s", t.note)
+		target = t.chain
 	}
 	if target != nil && w.rs.Excerpt != "" && len(target.Rules()) == 0 && !isBuiltinChain(target.Name) {
 		// An excerpt that declares a chain and shows none of its rules
