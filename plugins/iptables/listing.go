@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -135,6 +136,8 @@ func (p *dumpParser) parseListing(text string) (*Ruleset, error) {
 	p.rs.Notes = append(p.rs.Notes, parsed...)
 	if cut := l.cutReason(table); cut != "" {
 		p.rs.Excerpt = cut
+	} else if cut := missingJumps(p.rs.Tables[table]); cut != "" {
+		p.rs.Excerpt = cut
 	} else if p.opts.Excerpt && p.rs.Excerpt == "" {
 		p.rs.Excerpt = "an iptables -L listing given as an excerpt"
 	}
@@ -243,4 +246,28 @@ func listingCommandTable(args []string) string {
 		}
 	}
 	return "filter"
+}
+
+// missingJumps says which chains t's rules jump to that the listing does
+// not list ("" when none): the kernel holds every chain a rule jumps to,
+// so such a listing was cut.
+func missingJumps(t *Table) string {
+	if t == nil {
+		return ""
+	}
+	var missing []string
+	for _, name := range t.ChainOrder {
+		for _, r := range t.Chain(name).Rules() {
+			if jumpsToChain(r) && t.Chain(r.Target) == nil && !slices.Contains(missing, r.Target) {
+				missing = append(missing, r.Target)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	if len(missing) > 3 {
+		missing = append(missing[:3], "…")
+	}
+	return "an iptables -L listing whose rules jump to chains it does not list (" + strings.Join(missing, ", ") + "): the paste was cut"
 }

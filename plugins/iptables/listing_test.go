@@ -258,3 +258,22 @@ func TestListingIPv6(t *testing.T) {
 		t.Errorf("got %s\nwant %s", r.Raw, want)
 	}
 }
+
+// TestListingCut: a whole table's listing whose rules jump to a chain it
+// does not list was cut, and is read as an excerpt.
+func TestListingCut(t *testing.T) {
+	text := listingOf(colsN, "Chain PREROUTING (policy ACCEPT)", "KUBE-SERVICES  all  --  0.0.0.0/0            0.0.0.0/0") + "\n" +
+		listingOf(colsN, "Chain INPUT (policy ACCEPT)") + "\n" + listingOf(colsN, "Chain OUTPUT (policy ACCEPT)") + "\n" +
+		listingOf(colsN, "Chain POSTROUTING (policy ACCEPT)") + "\n" +
+		listingOf(colsN, "Chain KUBE-SERVICES (2 references)", "KUBE-SVC-X  tcp  --  0.0.0.0/0            10.0.0.1             tcp dpt:80")
+	rs, err := ParseString("x", text, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rs.Excerpt, "jump to chains it does not list (KUBE-SVC-X)") {
+		t.Errorf("excerpt %q", rs.Excerpt)
+	}
+	if rs, _ := ParseString("x", strings.Replace(text, "KUBE-SVC-X ", "DNAT       ", 1), ParseOptions{}); rs == nil || rs.Excerpt != "" {
+		t.Errorf("a whole table read as an excerpt: %v", rs)
+	}
+}
