@@ -25,6 +25,11 @@ type listing struct {
 	cmdLine  int
 	// text is the listing.
 	text string
+	// lostMarks: kube-proxy's mark matches are missing from the listing;
+	// bareVerdicts are the lines of other rules that show no match but a
+	// comment and end the walk of their chain.
+	lostMarks    bool
+	bareVerdicts []int
 	// v6 is the first line whose source or destination is ::/0, as
 	// ip6tables -L -n prints any address.
 	v6 int
@@ -105,6 +110,7 @@ func (l *listing) translate(text string) (string, error) {
 		}
 		b.WriteByte('\n')
 	}
+	l.noteLostMarks()
 	switch {
 	case l.headless > 0 && headName == headlessChain:
 		l.note(0, "%s are rules of a chain whose Chain line is above the listing's start: read into a chain named %s, which no rule jumps to",

@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -25,6 +26,13 @@ func (l *listing) lostMark(chain, target string, bare bool, matches []string, n 
 	if i := slices.Index(matches, "--comment"); i >= 0 && i+1 < len(matches) {
 		comment = strings.Trim(matches[i+1], `"`)
 	}
+	defer func() {
+		// A rule of another's that shows no match but a comment, and
+		// ends the chain's walk there, may have lost one too.
+		if bare && (target == "RETURN" || target == "ACCEPT" || target == "DROP") && len(matches) <= 4 {
+			l.bareVerdicts = append(l.bareVerdicts, n)
+		}
+	}()
 	var m []string
 	switch {
 	case chain == "KUBE-POSTROUTING" && target == "RETURN" && bare && comment == "":
@@ -38,7 +46,26 @@ func (l *listing) lostMark(chain, target string, bare bool, matches []string, n 
 	}
 	l.note(n, "kube-proxy writes this rule with %s, which the listing does not show (some iptables-nft releases list a mark match as nothing): read with it; %s",
 		strings.Join(m, " "), listingHint)
+	l.lostMarks = true
+	bare = false
 	return m
+}
+
+// noteLostMarks says, of a listing that lost kube-proxy's mark matches,
+// which other rules show no match and may have lost one too.
+func (l *listing) noteLostMarks() {
+	if !l.lostMarks || len(l.bareVerdicts) == 0 {
+		return
+	}
+	lines := make([]string, 0, len(l.bareVerdicts))
+	for _, n := range l.bareVerdicts {
+		lines = append(lines, strconv.Itoa(n))
+	}
+	which := "the rules on lines " + strings.Join(lines, ", ") + ", which show no match,"
+	if len(lines) == 1 {
+		which = "the rule on line " + lines[0] + ", which shows no match,"
+	}
+	l.note(0, "this listing lists mark matches as nothing, so %s may have lost one too: read as shown, unconditional; %s", which, listingHint)
 }
 
 // mark is V/V for the first value printed after prefix ("MARK xor 0x4000"
