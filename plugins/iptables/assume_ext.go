@@ -13,10 +13,11 @@ import (
 // assumes the jump where the chain's commented rules tell the policy and
 // the excerpt holds the chain it goes to.
 
-// Releases 1.19 to 1.23 began each KUBE-XLB-<hash> chain (a Local
-// policy's external traffic) with a rule whose comment names no Service:
-// pods, by the cluster CIDR, go to KUBE-SVC-<hash>. A grep leaves it out
-// too, and the walk assumes it where the excerpt tells the cluster CIDR.
+// Releases that wrote KUBE-XLB-<hash> chains (a Local policy's external
+// traffic, up to 1.23) began each with a rule whose comment names no
+// Service, written whenever kube-proxy knows the cluster CIDR: pods, by
+// that CIDR, go to KUBE-SVC-<hash>. A grep leaves it out too, and the walk
+// assumes it where the excerpt tells the cluster CIDR.
 
 // assumedChain is a chain of an excerpt with what it lacks assumed, and
 // the note that says what.
@@ -108,15 +109,10 @@ func xlbHead(c *Chain, hash string, nat *Table, cidr string) string {
 	if cidr == "" || nat.Chain(PrefixSVC+hash) == nil {
 		return ""
 	}
-	xlb := false
 	for _, r := range c.Rules() {
 		if r.Target == PrefixSVC+hash && r.Source != nil && !r.Source.Negate {
 			return ""
 		}
-		xlb = xlb || strings.HasPrefix(r.Comment(), "masquerade LOCAL traffic for ")
-	}
-	if !xlb {
-		return ""
 	}
 	return "-A " + c.Name + " -s " + cidr + ` -m comment --comment "Redirect pods trying to reach external loadbalancer VIP to clusterIP" -j ` + PrefixSVC + hash
 }

@@ -50,6 +50,9 @@ type state struct {
 // it is copied before a change (see setRare).
 type rareState struct {
 	redirect, missing string
+	// dropWhy is kube-proxy's comment on the jump that marked the packet
+	// for dropping (KUBE-MARK-DROP): why a drop on that mark happens.
+	dropWhy string
 	// recentSet are the recent lists the branch adds its source to,
 	// recentChecked the ones it checked, with their --seconds.
 	recentSet     []string
@@ -541,6 +544,9 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		return s.one(flowStop)
 	case "DROP":
 		s.verdict, s.reason = string(dataplane.Drop), verdictReason(table, c, r)
+		if s.rare != nil && s.rare.dropWhy != "" && (c.Name == "KUBE-MARK-DROP" || c.Name == "KUBE-FIREWALL") {
+			s.reason = s.rare.dropWhy
+		}
 		return s.one(flowVerdict)
 	case "REJECT":
 		s.verdict, s.reason = string(dataplane.Reject), verdictReason(table, c, r)
@@ -597,6 +603,9 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		}
 		s.note("%s: target %s is neither a known target nor a chain of table %s; ignored", r.Ref(), r.Target, table)
 		return s.one(flowEnd)
+	}
+	if target.Name == "KUBE-MARK-DROP" && r.Comment() != "" {
+		s.setRare().dropWhy = r.Comment()
 	}
 	res := w.evalChain(s, table, target, depth+1)
 	if len(res) == 1 {
