@@ -46,11 +46,29 @@ func isListing(text string) bool {
 	case strings.ContainsAny(first[:1], "*:-[#") || strings.HasPrefix(first, "COMMIT"):
 		return false
 	}
+	return hasChainLine(text) || isListingRule(first)
+}
+
+// hasChainLine reports whether some line of text is a Chain line.
+func hasChainLine(text string) bool {
 	for l := range strings.Lines(text) {
 		if strings.HasPrefix(l, "Chain ") {
 			if _, ok := listingChainLine(strings.TrimSpace(l)); ok {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// isListingRule reports whether s looks like a rule line of a listing:
+// an opt column ("--", "-f", "!f") after a protocol, with a source and a
+// destination after it (and maybe in and out before them).
+func isListingRule(s string) bool {
+	f := strings.Fields(s)
+	for k := 1; k < len(f)-2 && k <= 5; k++ {
+		if isListingOpt(f[k]) && strings.Trim(strings.TrimPrefix(f[k-1], "!"), "abcdefghijklmnopqrstuvwxyz0123456789-") == "" {
+			return true
 		}
 	}
 	return false

@@ -166,6 +166,8 @@ func TestListingErrors(t *testing.T) {
 		{listingOf(colsN, "Chain C (1 references)", "RETURN all -- 0.0.0.0/0"), "expected the destination"},
 		{listingOf(colsN, "Chain C (1 references)") + listingOf(colsN, "Chain C (1 references)"), "chain C is listed twice"},
 		{"$ iptables -t nat -L\n" + listingOf(colsN, "Chain C (1 references)") + "$ iptables -t filter -L\n", "lists the filter table"},
+		{"KUBE-SVC-X  tcp  --  0.0.0.0/0            10.0.0.1             /* a/b:c cluster IP */ tcp dpt:80\n", "rule lines with no Chain line (a grep of a listing?)"},
+		{"    0     0 KUBE-SVC-X  tcp  --  *      *       0.0.0.0/0            10.0.0.1\n", "rule lines with no Chain line"},
 	} {
 		_, err := ParseString("paste.txt", c.text, ParseOptions{})
 		var pe *ParseError
