@@ -131,3 +131,16 @@ func headlessName(text string) (name, why string) {
 	}
 	return "KUBE-SERVICES", why
 }
+
+// noChains is the error for rule lines of a listing without any Chain
+// line: grep output, which does not say which chain each rule is in.
+func (l *listing) noChains(text string) error {
+	n := 0
+	for line := range strings.Lines(text) {
+		n++
+		if t := strings.TrimSpace(line); t != "" && t[0] != '#' && listingCommand(t) == nil && !isListingColumns(t) {
+			return l.errAt(strings.TrimRight(line, "\r\n"), n, 0, "rule lines with no Chain line (a grep of a listing?): which chain each rule is in is not shown, so they cannot be walked (iptables-save | grep keeps each rule's chain)")
+		}
+	}
+	return l.errAt("", n, 0, "no Chain line")
+}
