@@ -79,15 +79,17 @@ func (ex *extrasScan) unread(from int) {
 // word reads one printout; false when it is not understood (nothing is
 // then taken).
 func (ex *extrasScan) word() bool {
-	save := ex.i
+	save, out := ex.i, ex.out
 	w, _ := ex.next()
 	neg := w == "!"
 	if neg {
 		w, _ = ex.next()
 	}
 	ok := ex.printout(w, neg)
-	if !ok {
+	if !ok { // what a printout took before failing is given back
 		ex.i = save
+		ex.out = listingExtras{matches: out.matches[:len(out.matches):len(out.matches)],
+			targetOpts: out.targetOpts[:len(out.targetOpts):len(out.targetOpts)], goTo: out.goTo}
 	}
 	return ok
 }

@@ -187,20 +187,27 @@ func TestListingErrors(t *testing.T) {
 func TestListingKeepsUnread(t *testing.T) {
 	text := listingOf(colsN, "Chain INPUT (policy ACCEPT)",
 		"ACCEPT     tcp  --  0.0.0.0/0            0.0.0.0/0            tcp dpt:22 owner UID match 0",
+		"ACCEPT     tcp  --  0.0.0.0/0            0.0.0.0/0            state",
 		"DROP       all  --  somehost             0.0.0.0/0")
 	rs, err := ParseString("x", text, ParseOptions{Table: "filter"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rules := rs.Chain("filter", "INPUT").Rules()
-	if len(rules) != 2 || len(rules[0].Unknown) == 0 || len(rules[1].Unknown) == 0 {
+	if len(rules) != 3 || len(rules[0].Unknown) == 0 || len(rules[2].Unknown) == 0 {
 		t.Fatalf("rules %v: want both kept, with what was not understood", rules)
 	}
 	var all string
 	for _, n := range rs.Notes {
 		all += n.String() + "\n"
 	}
-	for _, s := range []string{`line 3: "owner UID match 0" is not understood`, `line 4: the source "somehost" is a name`, "read as the filter table (the table given)"} {
+	if got := rules[0].Raw; got != `-A INPUT -p tcp -m tcp --dport 22 -m listing-unread --text "owner UID match 0" -j ACCEPT` {
+		t.Errorf("rule %s", got)
+	}
+	if got := rules[1].Raw; got != `-A INPUT -p tcp -m listing-unread --text "state" -j ACCEPT` {
+		t.Errorf("rule %s", got)
+	}
+	for _, s := range []string{`line 3: "owner UID match 0" is not understood`, `line 5: the source "somehost" is a name`, "read as the filter table (the table given)"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("no note %q in\n%s", s, all)
 		}
