@@ -326,7 +326,7 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		// are unknown, and so it is listed as one.
 		for _, b := range br {
 			if b.Missing != "" && !b.MissingEndpoint && b.DNAT == "" {
-				addBackend("? via "+b.Missing+" (chain not in the dump)", b)
+				addBackend("? not known ("+b.Missing+" goes on in rules the input does not show)", b)
 			}
 		}
 	}

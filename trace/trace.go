@@ -83,7 +83,7 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 			tb.DNAT = "local port " + b.Redirect
 		case dataplane.Missing:
 			tb.Verdict = "unknown"
-			tb.Reason = "jumps to " + b.Missing + ", which the dump does not hold"
+			tb.Reason = "goes on in " + b.Missing + ", whose rules the input does not show"
 		default:
 			if b.DNAT != "" {
 				tb.Verdict = "forward"

@@ -78,9 +78,13 @@ func disagreement(a *analysis.NodeAnalysis, o behavior.Outcome, class behavior.S
 		case "redirect":
 			got["local:"+strings.TrimPrefix(b.DNAT, "local port ")+" (userspace proxy)"] += b.Probability
 		case "unknown":
-			if chain, ok := strings.CutPrefix(b.Reason, "jumps to "); ok {
+			if chain, ok := strings.CutPrefix(b.Reason, "goes on in "); ok {
 				chain, _, _ = strings.Cut(chain, ",")
-				got["? via "+chain+" (chain not in the dump)"] += b.Probability
+				if strings.HasPrefix(chain, "KUBE-SEP-") || strings.HasPrefix(chain, "endpoint-") {
+					got["? via "+chain+" (chain not in the dump)"] += b.Probability
+				} else {
+					got["? not known ("+chain+" goes on in rules the input does not show)"] += b.Probability
+				}
 			}
 		}
 	}
