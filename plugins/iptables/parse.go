@@ -281,6 +281,9 @@ func (p *dumpParser) line(line string, n int) error {
 	if strings.HasPrefix(line[i:], "COMMIT") {
 		return p.commit(line, i, n)
 	}
+	if h := nftTextHint(line); h != "" {
+		return p.errAt(line, n, i, "%s", h)
+	}
 	return p.errAt(line, n, i, "unrecognised line: expected a comment, *table, :CHAIN declaration, -A rule or COMMIT")
 }
 
