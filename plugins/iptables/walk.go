@@ -488,9 +488,7 @@ func (w *Walker) evalRules(s *state, table string, c *Chain, rules []*Rule, dept
 		}
 		return withDone(done, w.then(w.apply(s, table, c, r, 0, depth), table, c, rules[i+1:], depth))
 	}
-	if w.rs.Excerpt != "" && (strings.HasPrefix(c.Name, PrefixSVC) || strings.HasPrefix(c.Name, PrefixSVL)) {
-		// kube-proxy ends a Service's chain with a jump every packet
-		// takes: one that falls off it is where the excerpt was cut.
+	if w.rs.Excerpt != "" && w.cutHere(s, table, c) {
 		s.verdict, s.setRare().missing = string(dataplane.Missing), c.Name
 		return withDone(done, s.one(flowVerdict))
 	}
