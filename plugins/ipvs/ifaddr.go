@@ -35,6 +35,12 @@ func parseIfAddrsText(text string) (map[string][]netip.Prefix, error) {
 		if len(t) == 0 {
 			continue
 		}
+		if strings.Trim(line, ". \t\r") == "" {
+			// A ticket's elision ("..."): the interfaces it hides are
+			// not in the dump; an address after it is no one's.
+			cur = nil
+			continue
+		}
 		if line[0] == ' ' || line[0] == '\t' {
 			if t[0].s != "inet" && t[0].s != "inet6" {
 				continue // link/ether, valid_lft, altname, …

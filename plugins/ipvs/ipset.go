@@ -414,7 +414,7 @@ func parseIPSetList(text string) (*IPSets, error) {
 	if cut != nil {
 		// The last set is short of members: the dump is cut.
 		cut.Line, cut.Col = last, 1
-		return nil, cut
+		return nil, &cutSets{ParseError: cut, sets: s, note: cutNote}
 	}
 	return s, nil
 }

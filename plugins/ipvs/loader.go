@@ -54,11 +54,35 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 		}
 	}
 	if p == nil {
-		return nil, nil
+		return loadShown(ns, family)
 	}
 	if err := p.loadRest(ns); err != nil {
 		return nil, err
 	}
+	return p, nil
+}
+
+// loadShown reads a node's state without an IPVS table but with ipvs
+// mode's ipsets or kube-ipvs0's addresses (a ticket's paste): the plane of
+// what they show (see shown.go). A state that also holds the family's
+// iptables rules is left to the iptables plane, as before (nil).
+func loadShown(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
+	has := false
+	for i := range ns.Dumps {
+		c := ns.Dumps[i].Collector
+		has = has || c == snapshot.CollectorIPSet || c == snapshot.CollectorKubeIPVS0
+	}
+	if !has {
+		return nil, nil
+	}
+	p := &Plane{table: &Table{}, family: family, noTable: true}
+	if err := p.loadRest(ns); err != nil {
+		return nil, err
+	}
+	if p.rules != nil {
+		return nil, nil
+	}
+	p.readShown()
 	return p, nil
 }
 
@@ -75,7 +99,11 @@ func (p *Plane) loadRest(ns *snapshot.NodeState) error {
 		d := &ns.Dumps[i]
 		switch d.Collector {
 		case snapshot.CollectorIPSet:
-			sets, err := ParseIPSets(d.Text)
+			parse := ParseIPSets
+			if p.noTable {
+				parse = parseShownSets
+			}
+			sets, err := parse(d.Text)
 			if err != nil {
 				return dumpError(ns.Name, d, err)
 			}
@@ -90,6 +118,10 @@ func (p *Plane) loadRest(ns *snapshot.NodeState) error {
 			ifs, err := ParseIfAddrs(d.Text)
 			if err != nil {
 				return dumpError(ns.Name, d, err)
+			}
+			if _, ok := ifs[Dummy]; !ok && p.noTable {
+				p.shownNotes = append(p.shownNotes, "the addresses given ("+d.Origin+") show no kube-ipvs0 interface")
+				continue
 			}
 			p.vipsKnown = true
 			for _, a := range ifs[Dummy] {

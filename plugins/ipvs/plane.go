@@ -31,6 +31,12 @@ type Plane struct {
 	vips      []netip.Prefix
 	vipSet    map[netip.Addr]bool
 	vipsKnown bool
+	// noTable: the state has no IPVS table, only the sets or kube-ipvs0
+	// (see shown.go); shown are the frontends the sets name, and
+	// shownNotes what the reading of them says.
+	noTable    bool
+	shown      []shownFrontend
+	shownNotes []string
 }
 
 var (
@@ -46,6 +52,9 @@ var (
 // are not there.
 func (p *Plane) Unchecked() string {
 	var missing []string
+	if p.noTable {
+		return "drift in ipvs mode is not checked: the node's state has no IPVS table (ipvsadm -Ln), which holds where each Service's connections go"
+	}
 	if p.rules == nil {
 		missing = append(missing, "the iptables rules ("+p.family+" iptables-save)")
 	}
@@ -92,6 +101,9 @@ func (p *Plane) Mode() string { return "ipvs" }
 // filter chain only ipvs mode makes (KUBE-IPVS-FILTER), which its
 // proxier of that family writes on every sync.
 func (p *Plane) HasKubeProxy() bool {
+	if p.noTable {
+		return len(p.shown) > 0 || p.vipsKnown || p.sets.kubeProxys()
+	}
 	if len(p.table.Virtuals) > 0 {
 		return true
 	}
@@ -104,6 +116,9 @@ func (p *Plane) HasKubeProxy() bool {
 // IPVS does not tell apart).
 func (p *Plane) Frontends() []behavior.Frontend {
 	var out []behavior.Frontend
+	for _, f := range p.shown {
+		out = append(out, behavior.Frontend{Key: f.key})
+	}
 	for _, v := range p.table.Virtuals {
 		if v.Protocol != "" {
 			out = append(out, behavior.Frontend{Key: p.key(v)})
@@ -158,7 +173,7 @@ func (p *Plane) guessedNodePorts() []string {
 // lacking a virtual server's member or holding one of none.
 func (p *Plane) Checks(node, mode string) []behavior.Finding {
 	out := schedulerChecks(p, node)
-	if !p.vipsKnown {
+	if !p.vipsKnown || p.noTable {
 		return out
 	}
 	return append(append(out, vipChecks(p, node)...), setChecks(p, node)...)
@@ -167,7 +182,7 @@ func (p *Plane) Checks(node, mode string) []behavior.Finding {
 // Leftovers reports virtual servers while kube-proxy runs in another
 // mode: they still answer for their addresses where those are local.
 func (p *Plane) Leftovers(node, activeMode string) []behavior.Finding {
-	if activeMode == p.Mode() || !p.HasKubeProxy() {
+	if activeMode == p.Mode() || p.noTable || !p.HasKubeProxy() {
 		return nil
 	}
 	return []behavior.Finding{{
@@ -186,6 +201,9 @@ func (p *Plane) Conflicts(string) []behavior.Finding { return nil }
 func (p *Plane) Describe(h dataplane.Hop) dataplane.HopInfo {
 	if h.Table != "ipvs" && p.rules != nil {
 		return p.rules.Describe(h)
+	}
+	if h.Table == "ipset" {
+		return dataplane.HopInfo{Text: "ipset " + h.Rule, ByLine: true}
 	}
 	info := dataplane.HopInfo{Text: "ipvs " + h.Rule, ByLine: true}
 	if strings.HasPrefix(h.Rule, "-> ") {
@@ -209,6 +227,10 @@ func (p *Plane) Infer() dataplane.Inferred {
 		in = p.rules.Infer()
 	}
 	in.Mode = "ipvs"
+	if p.noTable {
+		in.Evidence = append(in.Evidence, "kube-proxy's ipvs-mode ipsets or kube-ipvs0 (no IPVS table)")
+		return in
+	}
 	in.Evidence = append(in.Evidence, fmt.Sprintf("%d IPVS virtual servers", len(p.table.Virtuals)))
 	if len(in.ClusterCIDRs) == 0 && p.rules != nil {
 		if cidr, line := p.clusterCIDR(); cidr != "" {
@@ -289,8 +311,15 @@ func (p *Plane) isVIP(a netip.Addr) bool { return p.vipSet[a] }
 // out.
 func (p *Plane) Notes() []string {
 	out := append([]string(nil), p.table.Notes...)
+	if note := p.shownNote(); note != "" {
+		out = append(out, note)
+	}
 	if p.sets != nil {
 		out = append(out, p.sets.Notes...)
+	}
+	out = append(out, p.shownNotes...)
+	if p.noTable {
+		out = append(out, p.vipNotes()...)
 	}
 	if p.rules != nil {
 		out = append(out, p.rules.Notes()...)

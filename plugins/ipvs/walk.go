@@ -34,6 +34,12 @@ var (
 // ipvs mode's iptables rules): see lookup. A packet to no virtual server
 // passes untouched.
 func (w *Walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []dataplane.Branch {
+	if w.p.noTable {
+		if b := w.p.shownLookup(pkt, w.env, o); b != nil {
+			return b
+		}
+		return []dataplane.Branch{{Probability: 1, Verdict: dataplane.Accept}}
+	}
 	ways := w.p.lookup(pkt, o)
 	if ways == nil {
 		return []dataplane.Branch{{Probability: 1, Verdict: dataplane.Accept}}
