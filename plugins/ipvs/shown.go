@@ -87,6 +87,7 @@ type shownFrontend struct {
 func (p *Plane) readShown() {
 	seen := map[behavior.Key]bool{}
 	var empty []string
+	found := false
 	for _, fs := range frontendSets {
 		name := setName(p.family, fs.name)
 		set := p.sets.set(name)
@@ -96,6 +97,7 @@ func (p *Plane) readShown() {
 		if f := set.family(); f != "" && f != inetOf(p.family) {
 			continue
 		}
+		found = true
 		if len(set.Members) == 0 {
 			empty = append(empty, name)
 		}
@@ -109,8 +111,11 @@ func (p *Plane) readShown() {
 				continue
 			}
 			seen[k] = true
-			p.shown = append(p.shown, shownFrontend{key: k, hop: dataplane.Hop{Table: "ipset", Chain: name, Line: m.Line, Rule: "add " + name + " " + m.Text}})
+			p.shown = append(p.shown, shownFrontend{key: k, hop: dataplane.Hop{Table: "ipset", Chain: name, Line: m.Line, Rule: name + " member " + m.Text}})
 		}
+	}
+	if !found && p.sets != nil {
+		p.shownNotes = append(p.shownNotes, fmt.Sprintf("the sets given hold none of kube-proxy's %s sets of Service frontends (%s, %s, …): no %s frontend can be read from them", p.family, setName(p.family, "CLUSTER-IP"), setName(p.family, "NODE-PORT-TCP"), p.family))
 	}
 	if len(empty) > 0 {
 		p.shownNotes = append(p.shownNotes, fmt.Sprintf("%s: empty, so no %s Service frontend of theirs is on this node", strings.Join(empty, ", "), p.family))
