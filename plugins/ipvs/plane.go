@@ -55,6 +55,9 @@ func (p *Plane) Unchecked() string {
 	if p.noTable {
 		return "drift in ipvs mode is not checked: the node's state has no IPVS table (ipvsadm -Ln), which holds where each Service's connections go"
 	}
+	if n := p.table.redactions(); n > 0 {
+		return fmt.Sprintf("drift in ipvs mode is not checked: %d addresses of the IPVS table were redacted by the dump's author; explain and trace show the IPVS table alone", n)
+	}
 	if p.rules == nil {
 		missing = append(missing, "the iptables rules ("+p.family+" iptables-save)")
 	}
@@ -173,7 +176,7 @@ func (p *Plane) guessedNodePorts() []string {
 // lacking a virtual server's member or holding one of none.
 func (p *Plane) Checks(node, mode string) []behavior.Finding {
 	out := schedulerChecks(p, node)
-	if !p.vipsKnown || p.noTable {
+	if !p.vipsKnown || p.noTable || p.table.redactions() > 0 {
 		return out
 	}
 	return append(append(out, vipChecks(p, node)...), setChecks(p, node)...)
@@ -245,47 +248,6 @@ func (p *Plane) Infer() dataplane.Inferred {
 		in.NodePortIPs, in.NodePortIPsKnown = p.nodePortIPs(), true
 	}
 	return in
-}
-
-// clusterCIDR reads the cluster CIDR off the rule that masquerades
-// connections to a ClusterIP from outside it: "! -s CIDR … --match-set
-// KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ"; "" when there is none.
-func (p *Plane) clusterCIDR() (string, int) {
-	if r := p.clusterIPMasq(func(r *iptables.Rule) bool { return r.Source != nil && r.Source.Negate }); r != nil {
-		return r.Source.Prefix.String(), r.Line
-	}
-	return "", 0
-}
-
-// localIface reads an interface local-traffic detector off the same rule:
-// "! -i cni0 … --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ"; ""
-// when there is none.
-func (p *Plane) localIface() (string, int) {
-	if r := p.clusterIPMasq(func(r *iptables.Rule) bool { return r.InIface != nil && r.InIface.Negate }); r != nil {
-		return r.InIface.Name, r.Line
-	}
-	return "", 0
-}
-
-// clusterIPMasq is the first rule of nat KUBE-SERVICES that marks
-// connections to a ClusterIP (the KUBE-CLUSTER-IP set) for masquerade and
-// passes test; nil when there is none.
-func (p *Plane) clusterIPMasq(test func(*iptables.Rule) bool) *iptables.Rule {
-	c := p.rules.Rules.Chain("nat", "KUBE-SERVICES")
-	if c == nil {
-		return nil
-	}
-	for _, r := range c.Rules() {
-		if r.Target != "KUBE-MARK-MASQ" || !test(r) {
-			continue
-		}
-		if m, ok := r.Match("set"); ok {
-			if o, ok := m.Option("match-set"); ok && len(o.Args) > 0 && strings.HasSuffix(o.Args[0], "CLUSTER-IP") {
-				return r
-			}
-		}
-	}
-	return nil
 }
 
 // nodePortIPs are the addresses of the virtual servers that are the

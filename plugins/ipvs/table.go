@@ -19,6 +19,9 @@ type Table struct {
 	// Notes say what the dump held that the reader did not understand
 	// (kept, not guessed at).
 	Notes []string
+	// hidden counts the virtual servers left out because their address
+	// was redacted (see redact.go).
+	hidden int
 }
 
 // Virtual is one virtual server.
@@ -52,6 +55,8 @@ type Real struct {
 	Weight                int
 	ActiveConn, InActConn int
 	Line                  int
+	// Redacted: the dump's author hid its address (Addr is not valid).
+	Redacted bool
 }
 
 // Key is the virtual server's name as ipvsadm prints it:
@@ -84,6 +89,9 @@ func (v *Virtual) String() string {
 
 // String is the real server's line, as ipvsadm -Ln prints it.
 func (r Real) String() string {
+	if r.Redacted {
+		return fmt.Sprintf("-> (address redacted) %s %d", r.Forward, r.Weight)
+	}
 	return fmt.Sprintf("-> %s %s %d", r.Addr, r.Forward, r.Weight)
 }
 

@@ -48,9 +48,12 @@ func (w *Walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []datap
 	for _, way := range ways {
 		b := dataplane.Branch{Probability: way.Probability, Verdict: dataplane.Accept, Reason: way.Reason, Hops: way.Hops,
 			AffinitySeconds: way.AffinitySeconds, AffinityKey: way.AffinityKey, Notes: way.Notes}
-		if way.Verdict != "" {
+		switch {
+		case way.Verdict == dataplane.Missing:
+			b.Verdict, b.Missing, b.Reason = dataplane.Missing, way.Reason, ""
+		case way.Verdict != "":
 			b.Verdict = way.Verdict
-		} else {
+		default:
 			b.DNAT = way.To.String()
 		}
 		out = append(out, b)
@@ -98,7 +101,7 @@ func (p *Plane) lookup(pkt dataplane.Packet, o dataplane.WalkOptions) []iptables
 	}
 	out := []iptables.Onward{}
 	for _, r := range live {
-		if !o.Keeps(r.Addr) {
+		if !r.Redacted && !o.Keeps(r.Addr) {
 			continue
 		}
 		share := 1 / float64(len(live))
@@ -107,6 +110,12 @@ func (p *Plane) lookup(pkt dataplane.Packet, o dataplane.WalkOptions) []iptables
 		}
 		way := iptables.Onward{Probability: share, To: r.Addr,
 			Hops: hops(o, vhop, dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: r.Line, Rule: r.String(), Probability: share})}
+		if r.Redacted {
+			// Only the walk of the table alone meets it (Unchecked).
+			way.Verdict, way.Reason = dataplane.Missing, fmt.Sprintf("the real server of line %d, whose address was redacted", r.Line)
+			out = append(out, way)
+			continue
+		}
 		if v.Persistent > 0 {
 			way.AffinitySeconds, way.AffinityKey = v.Persistent, "ipvs "+v.Key()
 		}
