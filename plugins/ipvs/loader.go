@@ -47,6 +47,7 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 			p = &Plane{table: &Table{}, family: family}
 		}
 		p.table.Notes = append(p.table.Notes, t.Notes...)
+		p.table.hidden += t.hidden
 		for _, v := range t.Virtuals {
 			if v.Protocol == "" || v.Addr.Addr().Is4() == (family == "IPv4") {
 				p.table.Virtuals = append(p.table.Virtuals, v)

@@ -55,9 +55,6 @@ func (p *Plane) Unchecked() string {
 	if p.noTable {
 		return "drift in ipvs mode is not checked: the node's state has no IPVS table (ipvsadm -Ln), which holds where each Service's connections go"
 	}
-	if n := p.table.redactions(); n > 0 {
-		return fmt.Sprintf("drift in ipvs mode is not checked: %d addresses of the IPVS table were redacted by the dump's author; explain and trace show the IPVS table alone", n)
-	}
 	if p.rules == nil {
 		missing = append(missing, "the iptables rules ("+p.family+" iptables-save)")
 	}
@@ -67,10 +64,17 @@ func (p *Plane) Unchecked() string {
 	if !p.vipsKnown {
 		missing = append(missing, "the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0)")
 	}
-	if len(missing) == 0 {
+	why := ""
+	if len(missing) > 0 {
+		why = "the node's state has the IPVS table but not " + strings.Join(missing, ", ") + ", which decide together with it where a packet goes"
+	}
+	if n := p.table.redactions(); n > 0 {
+		why = strings.TrimPrefix(why+fmt.Sprintf("; the dump's author redacted %d of the IPVS table's addresses", n), "; ")
+	}
+	if why == "" {
 		return ""
 	}
-	return "drift in ipvs mode is not checked: the node's state has the IPVS table but not " + strings.Join(missing, ", ") + ", which decide together with it where a packet goes; explain and trace show the IPVS table alone"
+	return "drift in ipvs mode is not checked: " + why + "; explain and trace show the IPVS table alone"
 }
 
 // Walker walks a packet through ipvs mode's iptables rules (with the
@@ -211,7 +215,9 @@ func (p *Plane) Describe(h dataplane.Hop) dataplane.HopInfo {
 	info := dataplane.HopInfo{Text: "ipvs " + h.Rule, ByLine: true}
 	if strings.HasPrefix(h.Rule, "-> ") {
 		info.Text = "ipvs " + h.Chain + " " + h.Rule
-		info.Endpoint = strings.Fields(h.Rule)[1]
+		if ap, err := netip.ParseAddrPort(strings.Fields(h.Rule)[1]); err == nil {
+			info.Endpoint = ap.String() // none for a redacted address
+		}
 	}
 	return info
 }

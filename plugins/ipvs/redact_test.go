@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 func TestRedacted(t *testing.T) {
@@ -18,12 +19,9 @@ func TestRedacted(t *testing.T) {
 	}
 }
 
-// TestParseRedacted: testdata/wild/26's lines. A virtual server whose
-// address was redacted is left out with its real servers and a note
-// naming its line; the lines after it are read; a real server whose
-// address was redacted is a backend not known, its share kept.
-func TestParseRedacted(t *testing.T) {
-	tb, err := Parse(`IP Virtual Server version 1.2.1 (size=4096)
+// redactedTable is made of testdata/wild/26's lines, with one real
+// server's address hidden as well.
+const redactedTable = `IP Virtual Server version 1.2.1 (size=4096)
 Prot LocalAddress:Port Scheduler Flags
   -> RemoteAddress:Port           Forward Weight ActiveConn InActConn
 TCP  <ipv4-public-prefix>.23:80 rr
@@ -34,9 +32,19 @@ TCP  10.8.9.0:30394 rr
 TCP  10.8.9.0:31662 rr
   -> 10.8.3.199:80                Masq    1      0          0
   -> 10.x.x.9:80                  Masq    1      0          0
-`)
+`
+
+// TestParseRedacted: testdata/wild/26's lines. A virtual server whose
+// address was redacted is left out with its real servers and a note
+// naming its line; the lines after it are read; a real server whose
+// address was redacted is a backend not known, its share kept.
+func TestParseRedacted(t *testing.T) {
+	tb, err := Parse(redactedTable)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(loadShownOf(t, "IPv4", snapshot.CollectorIPVS, redactedTable).Unchecked(), "redacted 2 of") {
+		t.Error("the loader lost the redactions")
 	}
 	if len(tb.Virtuals) != 2 || tb.Virtuals[0].Key() != "TCP 10.8.9.0:30394" || len(tb.Virtuals[0].Reals) != 1 {
 		t.Fatalf("virtual servers: %+v", tb.Virtuals)
@@ -48,7 +56,7 @@ TCP  10.8.9.0:31662 rr
 		t.Errorf("redactions %d", tb.redactions())
 	}
 	p := &Plane{table: tb, family: "IPv4"}
-	if !strings.Contains(p.Unchecked(), "2 addresses of the IPVS table were redacted") {
+	if !strings.Contains(p.Unchecked(), "redacted 2 of the IPVS table's addresses") {
 		t.Errorf("Unchecked: %q", p.Unchecked())
 	}
 	br := walk(p, "tcp", "10.8.9.0:31662", dataplane.WalkOptions{})

@@ -112,7 +112,7 @@ func (p *Plane) lookup(pkt dataplane.Packet, o dataplane.WalkOptions) []iptables
 			Hops: hops(o, vhop, dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: r.Line, Rule: r.String(), Probability: share})}
 		if r.Redacted {
 			// Only the walk of the table alone meets it (Unchecked).
-			way.Verdict, way.Reason = dataplane.Missing, fmt.Sprintf("the real server of line %d, whose address was redacted", r.Line)
+			way.Verdict, way.Reason = dataplane.Missing, fmt.Sprintf("line %d's real server, address redacted,", r.Line)
 			out = append(out, way)
 			continue
 		}
