@@ -140,6 +140,9 @@ type Branch struct {
 	// reaches one backend whose address the input does not show (a
 	// Service's chain could lead anywhere).
 	MissingEndpoint bool
+	// MissingAddr is that endpoint's address (ip:port) where a comment
+	// on the way names it ("": not known).
+	MissingAddr string
 	Masquerade      bool
 	// AffinitySeconds: the branch records its client so that the client
 	// keeps this backend for that long (ClientIP affinity); 0 without.

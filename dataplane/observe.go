@@ -300,7 +300,10 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 			}
 		case b.MissingEndpoint:
 			// One endpoint's chain: a backend, at an address not shown.
-			addBackend("? via "+b.Missing+" (chain not in the dump)", b)
+			addBackend(MissingLabel(b.Missing, b.MissingAddr), b)
+			if b.Masquerade {
+				masq = true
+			}
 		case b.Missing != "":
 			if !slices.Contains(missing, b.Missing) {
 				missing = append(missing, b.Missing)
@@ -353,6 +356,15 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		}
 	}
 	return o
+}
+
+// MissingLabel names a backend behind an endpoint chain the input does
+// not hold: by the address a comment gives, else by the chain.
+func MissingLabel(chain, addr string) string {
+	if addr != "" {
+		return addr + " (named by kube-proxy's comment; " + chain + " not in the dump)"
+	}
+	return "? via " + chain + " (chain not in the dump)"
 }
 
 // round removes the quantisation iptables adds to probabilities (it keeps

@@ -84,6 +84,10 @@ func Trace(a *analysis.NodeAnalysis, c *snapshot.Cluster, spec PacketSpec) (*Tra
 		case dataplane.Missing:
 			tb.Verdict = "unknown"
 			tb.Reason = "goes on in " + b.Missing + ", whose rules the input does not show"
+			if b.MissingAddr != "" {
+				tb.Reason += " (kube-proxy's comment names its endpoint " + b.MissingAddr + ")"
+				tb.Pod = pods[b.MissingAddr]
+			}
 		default:
 			if b.DNAT != "" {
 				tb.Verdict = "forward"

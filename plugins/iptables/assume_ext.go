@@ -73,6 +73,12 @@ func extTails(rs *Ruleset) map[string]assumedChain {
 		}
 		add(c, append(append([]*Rule(nil), c.Rules()...), rule))
 	}
+	if c, note := enteringRules(rs, unenteredClusterIPs(rs)); c != nil {
+		if out == nil {
+			out = map[string]assumedChain{}
+		}
+		out["nat/KUBE-SERVICES"] = assumedChain{c, note}
+	}
 	if len(drops) > 0 && rs.Chain("filter", "KUBE-EXTERNAL-SERVICES") == nil {
 		if ch := assumedDrops(rs.Family, drops); ch != nil {
 			if out == nil {

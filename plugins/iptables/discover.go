@@ -43,6 +43,12 @@ func discover(rs *Ruleset) (out []behavior.Frontend) {
 			return guessed[f.Key] && told[dest{f.Key.IP, f.Key.Protocol, f.Key.Port}]
 		})
 	}()
+	for _, e := range unenteredClusterIPs(rs) {
+		if k := (behavior.Key{Kind: behavior.ClusterIP, IP: e.ip, Port: e.port, Protocol: strings.ToUpper(e.proto)}); !seen[k] {
+			seen[k] = true
+			out = append(out, behavior.Frontend{Key: k, Service: e.spn})
+		}
+	}
 	for _, tname := range []string{"nat", "filter"} {
 		t, ok := rs.Tables[tname]
 		if !ok {

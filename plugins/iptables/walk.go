@@ -53,6 +53,9 @@ type rareState struct {
 	// dropWhy is kube-proxy's comment on the jump that marked the packet
 	// for dropping (KUBE-MARK-DROP): why a drop on that mark happens.
 	dropWhy string
+	// missingAddr is the endpoint kube-proxy's comment on the jump to
+	// the missing endpoint chain names.
+	missingAddr string
 	// recentSet are the recent lists the branch adds its source to,
 	// recentChecked the ones it checked, with their --seconds.
 	recentSet     []string
@@ -363,6 +366,9 @@ func (w *Walker) runTables(s *state, hc *hookChains, i int, rest []dataplane.Hoo
 	}
 	for _, r := range w.runChain(s, table, c, 0) {
 		if st := r.st; st.verdict != "" {
+			if st.verdict == string(dataplane.Missing) && st.rare != nil && strings.HasPrefix(st.rare.missing, PrefixSEP) {
+				st.masq = w.masqAfter(st)
+			}
 			*out = append(*out, st.finish())
 		} else {
 			w.runTables(st, hc, i+1, rest, out)
@@ -378,6 +384,7 @@ func (s *state) finish() dataplane.Branch {
 	if r := s.rare; r != nil {
 		b.Redirect, b.Missing, b.Notes = r.redirect, r.missing, r.notes
 		b.MissingEndpoint = strings.HasPrefix(r.missing, PrefixSEP)
+		b.MissingAddr = r.missingAddr
 		// ClientIP affinity: the branch adds its source to a recent list
 		// that an rcheck earlier on the path consults.
 		for _, set := range r.recentSet {
@@ -603,6 +610,10 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 			// Only an excerpt can jump to a chain it does not hold (the
 			// kernel refuses such a rule): the branch ends there.
 			s.verdict, s.setRare().missing = string(dataplane.Missing), r.Target
+			if _, ep, ok := strings.Cut(r.Comment(), " -> "); ok && strings.HasPrefix(r.Target, PrefixSEP) {
+				// 1.24 on, the jump to an endpoint's chain names it.
+				s.rare.missingAddr = ep
+			}
 			return s.one(flowVerdict)
 		}
 		s.note("%s: target %s is neither a known target nor a chain of table %s; ignored", r.Ref(), r.Target, table)

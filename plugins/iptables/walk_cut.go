@@ -2,6 +2,8 @@ package iptables
 
 import (
 	"strings"
+
+	"github.com/svctrace/svctrace/dataplane"
 )
 
 // cutHere reports whether a packet that falls off chain c of an excerpt
@@ -38,4 +40,24 @@ func (w *Walker) cutHere(s *state, table string, c *Chain) bool {
 		}
 	}
 	return named
+}
+
+// masqAfter reports whether nat POSTROUTING masquerades the packet of s as
+// it is: for a branch that ends at an endpoint's chain the excerpt lacks,
+// whose packet goes on (to an address not shown) with the marks it got.
+func (w *Walker) masqAfter(s *state) bool {
+	hc := w.hooks[dataplane.HookPostrouting]
+	if hc == nil {
+		return false
+	}
+	t := s.fork()
+	t.verdict, t.opts.NoHops = "", true
+	var out []dataplane.Branch
+	w.runTables(t, hc, 0, nil, &out)
+	for _, b := range out {
+		if b.Masquerade {
+			return true
+		}
+	}
+	return false
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/trace"
 )
 
@@ -79,7 +80,13 @@ func disagreement(a *analysis.NodeAnalysis, o behavior.Outcome, class behavior.S
 			got["local:"+strings.TrimPrefix(b.DNAT, "local port ")+" (userspace proxy)"] += b.Probability
 		case "unknown":
 			if chain, ok := strings.CutPrefix(b.Reason, "goes on in "); ok {
+				_, addr, _ := strings.Cut(b.Reason, "names its endpoint ")
+				addr = strings.TrimSuffix(addr, ")")
 				chain, _, _ = strings.Cut(chain, ",")
+				if addr != "" {
+					got[dataplane.MissingLabel(chain, addr)] += b.Probability
+					continue
+				}
 				if strings.HasPrefix(chain, "KUBE-SEP-") || strings.HasPrefix(chain, "endpoint-") {
 					got["? via "+chain+" (chain not in the dump)"] += b.Probability
 				} else {
