@@ -143,7 +143,7 @@ type Branch struct {
 	// MissingAddr is that endpoint's address (ip:port) where a comment
 	// on the way names it ("": not known).
 	MissingAddr string
-	Masquerade      bool
+	Masquerade  bool
 	// AffinitySeconds: the branch records its client so that the client
 	// keeps this backend for that long (ClientIP affinity); 0 without.
 	AffinitySeconds int32
