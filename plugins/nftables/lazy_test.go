@@ -276,7 +276,7 @@ func TestLoadNarrowMalformed(t *testing.T) {
 	good := snapshottest.NFTablesJSON(5, 2)
 	cases := map[string]string{
 		"empty":            "",
-		"text form":        "table ip kube-proxy {\n}\n",
+		"text form cut":    "table ip kube-proxy {\n chain services {\n",
 		"not JSON":         "nftables: yes",
 		"truncated":        good[:len(good)/2],
 		"truncated string": good[:strings.Index(good, "service-")+3],

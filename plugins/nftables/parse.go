@@ -10,9 +10,9 @@ import (
 )
 
 // Parse reads the JSON form of `nft -j list ruleset` (or of `nft -j list
-// table ...`). source names the input in errors and notes. The text form
-// (`nft list ruleset`) is refused: it drops the types of sets and maps and
-// its grammar is context dependent, so it cannot be read back reliably.
+// table ...`), or the text form of `nft list ruleset` (parseText, which
+// reads it into the same objects). source names the input in errors and
+// notes.
 // Malformed input gives an error naming the position (a JSON path such as
 // nftables[17].rule.expr[2]); expressions the parser does not know are
 // kept and reported in Notes.
@@ -23,8 +23,7 @@ func Parse(source string, data []byte) (*Ruleset, error) {
 	}
 	if trimmed[0] != '{' {
 		if isTextForm(trimmed) {
-			return nil, fmt.Errorf("nftables: %s: this is the text form of `nft list ruleset`; svctrace needs the JSON form (`nft -j list ruleset`): "+
-				"the text form drops the key and value types of sets and maps and its grammar is ambiguous without them, so it cannot be parsed reliably", source)
+			return parseText(source, data)
 		}
 		return nil, fmt.Errorf("nftables: %s: not JSON (starts with %q); want the output of `nft -j list ruleset`", source, head(trimmed))
 	}
@@ -61,7 +60,7 @@ func Parse(source string, data []byte) (*Ruleset, error) {
 }
 
 func isTextForm(b []byte) bool {
-	for _, w := range []string{"table ", "flush ruleset", "add table ", "#"} {
+	for _, w := range []string{"table ", "chain ", "flush ruleset", "add table ", "#"} {
 		if bytes.HasPrefix(b, []byte(w)) {
 			return true
 		}

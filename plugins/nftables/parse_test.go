@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -79,7 +80,11 @@ func TestParseErrors(t *testing.T) {
 		data []byte
 		want []string
 	}{
-		{"text form", txt, []string{"node2.nft", "nft -j list ruleset", "text form"}},
+		{"text form cut", txt[:bytes.Index(txt, []byte("chain services {"))], []string{"node2.nft", "line ", "input ends inside table ip kube-proxy (opened on line 1)"}},
+		{"text form of iptables-nft", []byte("table ip nat {\n\tchain KUBE-SERVICES {\n\t\tcounter jump KUBE-NODEPORTS\n\t}\n}\n"),
+			[]string{"node2.nft", "line 2, column 8", "these are iptables rules (iptables-nft backend) printed by nft; run `iptables-save` (and `ip6tables-save`) on the node and give that"}},
+		{"text form, bad element", []byte("table ip t {\n\tset s {\n\t\ttype ipv4_addr\n\t\telements = { 10.0.0.1 10.0.0.2 }\n\t}\n}\n"),
+			[]string{"node2.nft", "line 4, column 25"}},
 		{"truncated", capture[:len(capture)/2], []string{"node2.nft", "truncated"}},
 		{"syntax", []byte("{\"nftables\": [\n{\"table\": }]}"), []string{"node2.nft", "line 2"}},
 		{"empty", nil, []string{"empty input"}},
