@@ -204,6 +204,9 @@ type Rule struct {
 type AddrMatch struct {
 	Negate bool
 	Prefix netip.Prefix
+	// Redacted is the text that stands where someone removed the
+	// address (xxx.xxx.xxx.xxx, <public-ip>); Prefix is then not valid.
+	Redacted string
 }
 
 // IfaceMatch is -i/-o; a trailing + in Name is a prefix wildcard.

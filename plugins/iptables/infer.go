@@ -70,7 +70,7 @@ func Infer(rs *Ruleset) Inferred {
 				in.LocalIface = i.Name
 				in.Evidence = append(in.Evidence, fmt.Sprintf("local traffic by input interface %s: line %d (%s)", i.Name, r.Line, cname))
 			}
-			if r.Source == nil || r.Source.Prefix.IsSingleIP() {
+			if r.Source == nil || r.Source.Redacted != "" || r.Source.Prefix.IsSingleIP() {
 				continue
 			}
 			masqRule := r.Source.Negate && r.Target == "KUBE-MARK-MASQ"

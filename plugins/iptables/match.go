@@ -22,12 +22,20 @@ var (
 func (w *Walker) matches(s *state, r *Rule) matchResult {
 	p := s.pkt
 	if r.Source != nil {
-		if !s.opts.NoSourcePrefixes {
+		if r.Source.Redacted != "" {
+			s.note("%s: source %s is redacted; taken as not matching (negated: as matching)", r.Ref(), r.Source.Redacted)
+			if !r.Source.Negate {
+				return noMatch
+			}
+		} else if !s.opts.NoSourcePrefixes {
 			s.srcTests = append(s.srcTests, r.Source.Prefix)
 		}
 		if r.Source.Prefix.Contains(p.Src) == r.Source.Negate {
 			return noMatch
 		}
+	}
+	if r.Dest != nil && r.Dest.Redacted != "" {
+		s.note("%s: destination %s is redacted; taken as not matching (negated: as matching)", r.Ref(), r.Dest.Redacted)
 	}
 	if r.Dest != nil && r.Dest.Prefix.Contains(p.Dst) == r.Dest.Negate {
 		return noMatch

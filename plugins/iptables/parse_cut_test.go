@@ -92,3 +92,28 @@ COMMIT
 		t.Error("a COMMIT without a table after a whole table is accepted")
 	}
 }
+
+// TestRedactedAddress: an address the author removed before publishing
+// (wild dump 53: -s xxx.xxx.xxx.xxx/32) keeps its rule, noted, and the
+// rule does not match; anything else that is no address is still an error.
+func TestRedactedAddress(t *testing.T) {
+	for _, red := range []string{"xxx.xxx.xxx.xxx/32", "x.x.x.x", "<ipv4-public-prefix>", "10.0.XXX.XXX/24", "REDACTED"} {
+		rs, err := ParseString("r", "-A KUBE-FW-X -s "+red+" -m comment --comment \"ns/svc:http loadbalancer IP\" -j KUBE-SVC-X\n", ParseOptions{Table: "nat"})
+		if err != nil {
+			t.Errorf("%s: %v", red, err)
+			continue
+		}
+		r := rs.Chain("nat", "KUBE-FW-X").Rules()[0]
+		if r.Source == nil || r.Source.Redacted != red || r.Source.Prefix.IsValid() {
+			t.Errorf("%s: source %+v", red, r.Source)
+		}
+		if len(rs.Notes) == 0 || !strings.Contains(rs.Notes[0].Message, "is redacted") {
+			t.Errorf("%s: notes %v", red, rs.Notes)
+		}
+	}
+	for _, bad := range []string{"10.0.0.300", "hostname", "xx"} {
+		if _, err := ParseString("r", "-A X -s "+bad+" -j DROP\n", ParseOptions{Table: "nat"}); err == nil {
+			t.Errorf("%s: accepted as an address", bad)
+		}
+	}
+}

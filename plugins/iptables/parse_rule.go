@@ -132,15 +132,20 @@ func (rp *ruleParser) generic(g byte, i int) (int, error) {
 		if *dst != nil {
 			return 0, rp.errAt(t.col, "multiple %s options", t.text)
 		}
-		pfx, err := parseAddrArg(arg.text)
-		if err != nil {
-			return 0, rp.errAt(arg.col, "%v", err)
-		}
-		if err := rp.p.checkFamily(pfx.Addr(), rp.line, rp.n, arg.col); err != nil {
-			return 0, err
-		}
 		a := rp.p.addrs.alloc()
-		*a = AddrMatch{Negate: rp.neg, Prefix: pfx}
+		pfx, err := parseAddrArg(arg.text)
+		switch {
+		case err != nil && redaction(arg.text):
+			*a = AddrMatch{Negate: rp.neg, Redacted: arg.text}
+			rp.p.note(rp.n, "address %s is redacted: the rule is kept, and taken as not matching (negated: as matching)", arg.text)
+		case err != nil:
+			return 0, rp.errAt(arg.col, "%v", err)
+		default:
+			if err := rp.p.checkFamily(pfx.Addr(), rp.line, rp.n, arg.col); err != nil {
+				return 0, err
+			}
+			*a = AddrMatch{Negate: rp.neg, Prefix: pfx}
+		}
 		*dst = a
 	case 'i', 'o':
 		dst := &r.InIface

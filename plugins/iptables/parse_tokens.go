@@ -196,3 +196,27 @@ func (p *dumpParser) checkFamily(a netip.Addr, line string, n, col int) error {
 	}
 	return nil
 }
+
+// redaction reports whether s is what people put where they removed an
+// address before publishing a dump: runs of x, X, * or ? between dots or
+// colons (xxx.xxx.xxx.xxx, x.x.x.x/32), a <placeholder>, or a word
+// saying so (REDACTED).
+func redaction(s string) bool {
+	a, _, _ := strings.Cut(s, "/")
+	if strings.HasPrefix(a, "<") && strings.HasSuffix(a, ">") || strings.Contains(strings.ToLower(a), "redacted") {
+		return true
+	}
+	marks := 0
+	for _, c := range a {
+		switch c {
+		case 'x', 'X', '*', '?':
+			marks++
+		case '.', ':':
+		default:
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+	}
+	return marks > 0 && strings.ContainsAny(a, ".:")
+}
