@@ -19,7 +19,8 @@ type ImportOptions struct {
 	// or iptables -S lines).
 	IPTablesSave  []string
 	IP6TablesSave []string
-	// NFTJSON are nft -j list ruleset outputs.
+	// NFTJSON are nft -j list ruleset outputs, or nft list ruleset
+	// outputs (the text form), which the nftables plane reads as well.
 	NFTJSON []string
 	// Conntrack are conntrack -L -o extended or /proc/net/nf_conntrack
 	// outputs.

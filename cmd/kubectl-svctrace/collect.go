@@ -50,6 +50,8 @@ comments and chain hashes.`,
 
   # A node in nftables mode
   kubectl svctrace collect --node node2 --objects objects.yaml --nft-json node2.nft.json -f snap.yaml
+  # (the text form, nft list ruleset, is read too)
+  kubectl svctrace collect --node node2 --objects objects.yaml --nft-json node2.nft.txt -f snap.yaml
 
   # A bare dump pasted from a ticket (iptables -S lines, table inferred)
   kubectl svctrace collect --node node1 --iptables-save rules.txt -f snap.yaml
@@ -73,7 +75,7 @@ comments and chain hashes.`,
 	cmd.Flags().StringSliceVar(&o.iptablesSave, "iptables-save", nil, "Import: iptables-save output (or iptables -S lines) of the node")
 	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
 	cmd.Flags().StringSliceVar(&o.conntrack, "conntrack", nil, "Import: the node's conntrack table (conntrack -L -o extended, or /proc/net/nf_conntrack)")
-	cmd.Flags().StringSliceVar(&o.nftJSON, "nft-json", nil, "Import: nft -j list ruleset output of the node (the JSON form: the text form of nft list ruleset loses types)")
+	cmd.Flags().StringSliceVar(&o.nftJSON, "nft-json", nil, "Import: the node's nftables ruleset: nft -j list ruleset (JSON) or nft list ruleset (text), either form")
 	cmd.Flags().StringSliceVar(&o.ipvs, "ipvsadm", nil, "Import: the node's IPVS table (ipvsadm -Ln or ipvsadm-save -n, numeric)")
 	cmd.Flags().StringSliceVar(&o.ipsets, "ipset", nil, "Import: the node's ipsets (ipset save or ipset list), for ipvs mode")
 	cmd.Flags().StringSliceVar(&o.kubeIPVS0, "kube-ipvs0", nil, "Import: the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0, or ip -j addr show), for ipvs mode")

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -173,10 +175,27 @@ func deleteServiceIPsElement(t *testing.T, ip string) func(string) string {
 	}
 }
 
-func TestNFTablesTextFormRefused(t *testing.T) {
-	_, stderr, code := run(t, "collect", "--node", "node2", "--nft-json", "../../testdata/kube-proxy-v1.36.3/two-nodes/node2.nft.txt", "-f", filepath.Join(t.TempDir(), "s.yaml"))
-	if code != 2 || !strings.Contains(stderr, "nft -j list ruleset") {
-		t.Errorf("exit %d, stderr %q: want 2 and a pointer to the JSON form", code, stderr)
+// TestNFTablesTextForm: the text form of nft list ruleset, given under
+// --nft-json, is read, and explain and drift answer as for the JSON form
+// (but for how a rule is named: by handle in the JSON form, by line in
+// the text form, which prints no handles).
+func TestNFTablesTextForm(t *testing.T) {
+	ref := regexp.MustCompile(`(handle \d+|at line \d+)`)
+	for _, v := range []string{"v1.36.3", "v1.33.13"} {
+		dir := "../../testdata/kube-proxy-" + v + "/two-nodes/"
+		answers := map[string]string{}
+		for _, form := range []string{"json", "txt"} {
+			snap := filepath.Join(t.TempDir(), "s.yaml")
+			if _, stderr, code := run(t, "collect", "--node", "node2", "--objects", dir+"objects.yaml", "--nft-json", dir+"node2.nft."+form, "-f", snap); code != 0 {
+				t.Fatalf("%s %s: collect: exit %d: %s", v, form, code, stderr)
+			}
+			explain, _, _ := run(t, "explain", "--snapshot", snap, "-A", "--node", "node2")
+			drift, _, code := run(t, "drift", "--snapshot", snap, "--node", "node2")
+			answers[form] = ref.ReplaceAllString(explain+drift+fmt.Sprint(code), "RULE")
+		}
+		if answers["json"] != answers["txt"] {
+			t.Errorf("%s: the text form answers\n%s\nthe JSON form\n%s", v, answers["txt"], answers["json"])
+		}
 	}
 }
 

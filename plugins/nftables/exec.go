@@ -53,6 +53,10 @@ type ruleOut struct {
 }
 
 func ruleRef(t *Table, c *Chain, r *Rule) string {
+	if r.Handle == 0 && strings.HasPrefix(r.Path, "line ") {
+		// Read from the text form without handles (nft list ruleset).
+		return fmt.Sprintf("%s %s at %s", t.ID(), c.Name, r.Path)
+	}
 	return fmt.Sprintf("%s %s handle %d", t.ID(), c.Name, r.Handle)
 }
 
