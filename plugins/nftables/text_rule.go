@@ -40,8 +40,8 @@ func (r *textReader) readRule(toks []token, chain string) map[string]any {
 			if t.kind != tokWord || knownStmt(kind) {
 				kind = "unparsed"
 			}
+			// The JSON parser notes it, naming the line.
 			st = map[string]any{kind: joinTokens(toks[start:])}
-			r.note(t, "line %d, column %d: not understood from here to the end of the rule: %s", t.line, t.col, joinTokens(toks[start:]))
 			c.i = len(toks)
 		}
 		stmts = append(stmts, st)

@@ -2,11 +2,13 @@ package nftables
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // textCanonical renders what a ruleset says, for comparing the text and JSON
@@ -127,6 +129,138 @@ func TestTextEqualsJSONFixtures(t *testing.T) {
 		sameRuleset(t, dir, a, b)
 		if len(a.Notes) != len(b.Notes) {
 			t.Errorf("%s: notes differ: text %v, json %v", dir, a.Notes, b.Notes)
+		}
+	}
+}
+
+// TestTextIPTablesNFT: iptables-nft's rules printed by nft (the corpus'
+// dumps 07 and 22, chains without their table) are refused with the
+// command that reads them.
+func TestTextIPTablesNFT(t *testing.T) {
+	for _, f := range []string{"07-kubeadm-iptables-nft-kube-services.nft", "22-k3s-calico-iptables-nft-via-nft.nft"} {
+		data, err := os.ReadFile("../../testdata/wild/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Parse(f, data)
+		if err == nil || !strings.Contains(err.Error(), f+": line ") ||
+			!strings.Contains(err.Error(), "these are iptables rules (iptables-nft backend) printed by nft; run `iptables-save` (and `ip6tables-save`) on the node and give that") {
+			t.Errorf("%s: got %v, want the iptables-save hint with the line", f, err)
+		}
+	}
+}
+
+// TestTextOtherComponents: other components' tables (firewalld's inet
+// table, Docker's) are read; what the reader does not understand is kept
+// as an unknown statement with a note naming its line, never dropped.
+func TestTextOtherComponents(t *testing.T) {
+	text := `table inet firewalld { # handle 7
+	ct helper helper-ftp-tcp {
+		type "ftp" protocol tcp
+		l3proto inet
+	}
+
+	chain filter_INPUT {
+		type filter hook input priority filter + 10; policy accept;
+		ct state { established, related } accept
+		ct status dnat accept
+		iifname "lo" accept
+		ct state invalid drop
+		icmpv6 type { nd-router-advert, nd-neighbor-solicit } accept
+		fib saddr . iif oif missing drop
+		meta l4proto { icmp, ipv6-icmp } accept
+		tcp flags syn / syn,ack log prefix "x" drop
+		jump filter_INPUT_ZONES
+		reject with icmpx admin-prohibited
+	}
+
+	chain filter_INPUT_ZONES {
+		iifname "eth0" goto filter_IN_public
+		goto filter_IN_public
+	}
+
+	chain filter_IN_public {
+		rt type 0 drop comment "not read"
+	}
+}
+table ip docker {
+	chain DOCKER-ish {
+		type nat hook prerouting priority dstnat; policy accept;
+		fib daddr type local counter packets 5 bytes 300 jump docker-chain
+		ip saddr 172.17.0.0/16 oifname != "docker0" masquerade
+	}
+	chain docker-chain {
+		iifname != "docker0" tcp dport 8080 dnat to 172.17.0.2:80
+	}
+}
+`
+	rs, err := Parse("other.nft", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := fmt.Sprint(rs.Notes)
+	for _, want := range []string{"line 16.rule.expr[1]: unknown statement", "line 27.rule.expr[0]: unknown statement \"rt\"", "ct helper"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q: %s", want, notes)
+		}
+	}
+	fw := rs.Tables[0]
+	if fw.Family != "inet" || len(fw.Chains) != 3 || len(fw.Chains[0].Rules) != 10 || fw.Chains[0].Prio != 10 {
+		t.Fatalf("firewalld's table read as %+v", fw)
+	}
+	if got := fw.Chains[0].Rules[9].Text(); got != "reject with icmpx admin-prohibited" {
+		t.Errorf("reject read as %q", got)
+	}
+	if got := rs.Tables[1].Chains[1].Rules[0].Text(); got != `iifname != "docker0" tcp dport 8080 dnat to 172.17.0.2:80` {
+		t.Errorf("dnat read as %q", got)
+	}
+}
+
+// FuzzParseText: no input makes the text reader panic.
+func FuzzParseText(f *testing.F) {
+	for _, p := range []string{"../../testdata/kube-proxy-v1.36.3/two-nodes/node2.nft.txt", "testdata/text-forms.nft", "testdata/kernel-forms.nft"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 0 && b[0] != '{' {
+			_, _ = parseText("fuzz", b)
+		}
+	})
+}
+
+// TestTextMutations: damaged text (bytes changed, removed, cut) is read or
+// refused, without a panic and in bounded time.
+func TestTextMutations(t *testing.T) {
+	b, err := os.ReadFile("testdata/text-forms.nft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 3000; i++ {
+		m := slices.Clone(b)
+		for k := 0; k < 1+rng.Intn(4) && len(m) > 1; k++ {
+			switch j := rng.Intn(len(m)); rng.Intn(3) {
+			case 0:
+				m[j] = byte(rng.Intn(128))
+			case 1:
+				m = slices.Delete(m, j, j+1)
+			default:
+				m = m[:j]
+			}
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = parseText("mutated", m)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no answer in 5s for:\n%s", m)
 		}
 	}
 }
