@@ -230,7 +230,7 @@ func (p *Plane) vipNotes() []string {
 	if len(addrs) == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("%s bound on kube-ipvs0: Service addresses of this node (ClusterIPs, external or load-balancer IPs; kube-ipvs0 does not tell which), whose ports, protocols and backends are not known: the virtual servers (ipvsadm -Ln) are needed for them", strings.Join(addrs, ", "))}
+	return []string{fmt.Sprintf("kube-ipvs0 holds %s: each is a Service address of this node (a ClusterIP, an external or a load-balancer IP; kube-ipvs0 does not tell which) whose ports, protocols and backends are not known: the virtual servers (ipvsadm -Ln) are needed for them", strings.Join(addrs, ", "))}
 }
 
 // shownNote says what the plane is read from when the IPVS table is

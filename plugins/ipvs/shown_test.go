@@ -182,7 +182,7 @@ func TestShownKubeIPVS0(t *testing.T) {
 	if got := keysOf(p); len(got) != 0 {
 		t.Errorf("frontends %v", got)
 	}
-	if !p.HasKubeProxy() || !hasNote(p, "10.49.0.10, 10.49.0.1 bound on kube-ipvs0", "ports, protocols and backends are not known") || !hasNote(p, "only kube-ipvs0's addresses were given") {
+	if !p.HasKubeProxy() || !hasNote(p, "kube-ipvs0 holds 10.49.0.10, 10.49.0.1:", "ports, protocols and backends are not known") || !hasNote(p, "only kube-ipvs0's addresses were given") {
 		t.Errorf("HasKubeProxy %v, notes %q", p.HasKubeProxy(), p.Notes())
 	}
 	if f := p.Checks("n1", "ipvs"); len(f) != 0 {
@@ -194,7 +194,7 @@ func TestShownKubeIPVS0(t *testing.T) {
 	// With the sets, an address they show ports of is said by those.
 	p = loadShownOf(t, "IPv4", snapshot.CollectorKubeIPVS0, "4: kube-ipvs0: <BROADCAST,NOARP> mtu 1500\n    inet 10.49.0.10/32 scope global kube-ipvs0\n    inet 10.49.0.1/32 scope global kube-ipvs0\n",
 		snapshot.CollectorIPSet, "create KUBE-CLUSTER-IP hash:ip,port family inet\nadd KUBE-CLUSTER-IP 10.49.0.1,tcp:443\n")
-	if !hasNote(p, "10.49.0.10 bound on kube-ipvs0") || hasNote(p, "10.49.0.1 bound") || !slices.Equal(keysOf(p), []string{"ClusterIP 10.49.0.1:443/TCP"}) {
+	if !hasNote(p, "kube-ipvs0 holds 10.49.0.10:") || hasNote(p, "10.49.0.1:") || !slices.Equal(keysOf(p), []string{"ClusterIP 10.49.0.1:443/TCP"}) {
 		t.Errorf("frontends %v, notes %q", keysOf(p), p.Notes())
 	}
 }
