@@ -74,3 +74,43 @@ func TestParseRedacted(t *testing.T) {
 		t.Error("a bad address read")
 	}
 }
+
+// FuzzParse: no text makes the reader panic, and what it keeps has an
+// address (or a firewall mark), or says it was redacted.
+func FuzzParse(f *testing.F) {
+	f.Add(redactedTable)
+	f.Add("-A -t <redacted>:80 -s rr\n-a -t 10.0.0.1:80 -r 10.x.x.9:80 -m -w 1\n")
+	f.Add("TCP  10.96.0.1:443 rr\n  -> ***:6443 Masq 1 0 0\n...\nFWM  7 rr\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		tb, err := Parse(text)
+		if err != nil {
+			return
+		}
+		for _, v := range tb.Virtuals {
+			if v.Protocol != "" && !v.Addr.IsValid() {
+				t.Errorf("virtual server without an address: %+v", v)
+			}
+			for _, r := range v.Reals {
+				if r.Addr.IsValid() == r.Redacted {
+					t.Errorf("real server %+v: an address and redacted, or neither", r)
+				}
+			}
+		}
+	})
+}
+
+// FuzzLoadShown: no ipset text given without the IPVS table makes the
+// plane panic.
+func FuzzLoadShown(f *testing.F) {
+	f.Add(sealosSets)
+	f.Add("create KUBE-NODE-PORT-TCP bitmap:port range 0-65535\nadd KUBE-NODE-PORT-TCP 30000-30010\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		ns := &snapshot.NodeState{Name: "n1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPSet, Text: text}}}
+		pl, err := Loader{}.Load(ns, "IPv4")
+		if err != nil || pl == nil {
+			return
+		}
+		_ = pl.Frontends()
+		_ = pl.Notes()
+	})
+}

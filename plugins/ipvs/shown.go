@@ -3,6 +3,7 @@ package ipvs
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
@@ -121,6 +122,36 @@ func (p *Plane) readShown() {
 		p.shownNotes = append(p.shownNotes, fmt.Sprintf("%s: empty, so no %s Service frontend of theirs is on this node", strings.Join(empty, ", "), p.family))
 	}
 	p.shownNotes = append(p.shownNotes, p.otherFamilySets()...)
+	if note := p.loopBackNote(); note != "" {
+		p.shownNotes = append(p.shownNotes, note)
+	}
+}
+
+// loopBackNote names the endpoints KUBE-LOOP-BACK holds: those on this
+// node (kube-proxy masquerades one reaching itself through a Service);
+// "" when it holds none.
+func (p *Plane) loopBackNote() string {
+	set := p.sets.set(setName(p.family, "LOOP-BACK"))
+	if set == nil || dims(set.Type) != "apa" || set.family() != inetOf(p.family) {
+		return ""
+	}
+	var eps []string
+	seen := map[string]bool{}
+	for _, m := range set.Members {
+		e, _, err := parseEntry(m.Text, "apa", set.family(), 0)
+		if err != nil || e[0].lo != e[0].hi || e[1].never || e[1].plo != e[1].phi {
+			continue
+		}
+		ep := fmt.Sprintf("%s/%s", netip.AddrPortFrom(e[0].lo, e[1].plo), strings.ToUpper(e[1].proto))
+		if !seen[ep] {
+			seen[ep] = true
+			eps = append(eps, ep)
+		}
+	}
+	if len(eps) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s (line %d) holds %d endpoints on this node, which kube-proxy masquerades when they reach themselves through a Service: %s; which Service each serves, the sets do not say", set.Name, set.Line, len(eps), strings.Join(eps, ", "))
 }
 
 // inetOf is ipset's family name of an IP family.

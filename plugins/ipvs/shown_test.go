@@ -120,7 +120,7 @@ create KUBE-EXTERNAL-IP hash:ip,port family inet hashsize 1024 maxelem 65536
 	if got := keysOf(p); !slices.Equal(got, want) {
 		t.Errorf("frontends %v, want %v", got, want)
 	}
-	if !hasNote(p, "KUBE-EXTERNAL-IP: empty") {
+	if !hasNote(p, "KUBE-EXTERNAL-IP: empty") || hasNote(p, "KUBE-LOOP-BACK") {
 		t.Errorf("no note of the empty set: %q", p.Notes())
 	}
 	pkt := dataplane.Packet{Dst: netip.MustParseAddr("198.51.100.4"), DstPort: 30080, Protocol: "tcp"}
@@ -196,5 +196,23 @@ func TestShownKubeIPVS0(t *testing.T) {
 		snapshot.CollectorIPSet, "create KUBE-CLUSTER-IP hash:ip,port family inet\nadd KUBE-CLUSTER-IP 10.49.0.1,tcp:443\n")
 	if !hasNote(p, "kube-ipvs0 holds 10.49.0.10:") || hasNote(p, "10.49.0.1:") || !slices.Equal(keysOf(p), []string{"ClusterIP 10.49.0.1:443/TCP"}) {
 		t.Errorf("frontends %v, notes %q", keysOf(p), p.Notes())
+	}
+}
+
+// TestShownLoopBack: testdata/wild/46's KUBE-LOOP-BACK names the node's
+// endpoints, each once, in a note; they are no frontend.
+func TestShownLoopBack(t *testing.T) {
+	p := loadShownOf(t, "IPv4", snapshot.CollectorIPSet, `create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536
+add KUBE-CLUSTER-IP 10.96.0.10,udp:53
+create KUBE-LOOP-BACK hash:ip,port,ip family inet hashsize 1024 maxelem 65536
+add KUBE-LOOP-BACK 185.113.124.205,tcp:6443,185.113.124.205
+add KUBE-LOOP-BACK 10.32.0.3,udp:53,10.32.0.3
+add KUBE-LOOP-BACK 10.32.0.3,udp:53,10.32.0.3
+`)
+	if !hasNote(p, "KUBE-LOOP-BACK (line 3) holds 2 endpoints on this node", "185.113.124.205:6443/TCP, 10.32.0.3:53/UDP;") {
+		t.Errorf("notes: %q", p.Notes())
+	}
+	if got := keysOf(p); !slices.Equal(got, []string{"ClusterIP 10.96.0.10:53/UDP"}) {
+		t.Errorf("frontends %v", got)
 	}
 }
