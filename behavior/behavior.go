@@ -113,6 +113,11 @@ type Outcome struct {
 	// Rules are the kernel rules that decided a reject, drop or unhandled
 	// outcome, and the ones common to all backends.
 	Rules []Rule `json:"rules,omitempty"`
+	// Assumed says what the walks to this outcome took for granted where
+	// the input did not show it (a chain an excerpt lacks, filled in from
+	// kube-proxy's layout; a redacted address; an interface not shown):
+	// the answer holds only if those hold.
+	Assumed []string `json:"assumed,omitempty"`
 }
 
 // Rule is one kernel rule on a path, as its plane describes it, so that a

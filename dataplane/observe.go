@@ -289,6 +289,11 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		backends[i].Probability += b.Probability
 	}
 	for _, b := range br {
+		for _, n := range b.Notes {
+			if !slices.Contains(o.Assumed, n) {
+				o.Assumed = append(o.Assumed, n)
+			}
+		}
 		// A verdict decides before a translation: a packet translated
 		// to a backend and then dropped on its way (a FORWARD policy of
 		// DROP, another component's rule) reaches no backend.

@@ -89,10 +89,15 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 			if o.Verdict == behavior.Forward {
 				head += ", same backends"
 			}
-			fmt.Fprintln(w, head)
+			fmt.Fprintln(w, head+assumedText(o, wide))
 			continue
 		}
-		fmt.Fprintln(w, head)
+		fmt.Fprintln(w, head+assumedText(o, wide))
+		if wide {
+			for _, a := range o.Assumed {
+				fmt.Fprintf(w, "        assumes: %s\n", a)
+			}
+		}
 		if o.Verdict != behavior.Forward {
 			for i, rule := range o.Rules {
 				// The short form keeps the Service's own rules and the
@@ -123,6 +128,15 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 		oc := o
 		shown = &oc
 	}
+}
+
+// assumedText marks an answer that holds only if what its walks assumed
+// holds (the short form; the wide one lists them).
+func assumedText(o behavior.Outcome, wide bool) string {
+	if len(o.Assumed) == 0 || wide {
+		return ""
+	}
+	return " (" + wording.Count(len(o.Assumed), "assumption", "assumptions") + ": see Notes)"
 }
 
 // VerdictText says what happens to a source class's new connections, as
