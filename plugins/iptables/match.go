@@ -177,6 +177,8 @@ func (w *Walker) module(s *state, r *Rule, m *Match) matchResult {
 			return noMatch
 		}
 		return hasMatch
+	case "physdev":
+		return physdev(s, r, m)
 	case "icmp", "icmp6", "icmpv6":
 		if p.Protocol != "icmp" && p.Protocol != "ipv6-icmp" {
 			return noMatch

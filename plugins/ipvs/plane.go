@@ -291,7 +291,6 @@ func (p *Plane) Notes() []string {
 	}
 	if p.rules != nil {
 		out = append(out, p.rules.Notes()...)
-		out = append(out, p.physdevNotes()...)
 	}
 	out = append(out, p.guessedNodePorts()...)
 	if why := p.Unchecked(); why != "" {
