@@ -227,7 +227,16 @@ func FuzzParseText(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > 0 && b[0] != '{' {
-			_, _ = parseText("fuzz", b)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = parseText("fuzz", b)
+			}()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no answer in 5s for %q", b)
+			}
 		}
 	})
 }
