@@ -96,7 +96,7 @@ func listingChainLine(s string) (listingChain, bool) {
 	switch {
 	case len(f) >= 2 && f[0] == "policy":
 		return listingChain{name: name, policy: f[1]}, true
-	case len(f) == 2 && (f[1] == "references" || f[1] == "reference") && isDigits(f[0]):
+	case len(f) == 2 && (f[1] == "references" || f[1] == "reference") && lexDigits(f[0]):
 		return listingChain{name: name}, true
 	}
 	return listingChain{}, false
@@ -107,18 +107,6 @@ func isListingColumns(s string) bool {
 	f := strings.Fields(s)
 	return len(f) >= 5 && (f[0] == "num" || f[0] == "pkts" || f[0] == "target") &&
 		strings.Contains(s, " source ") && strings.HasSuffix(strings.TrimSpace(s), "destination")
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // parseListing is parse for a listing: p's options, family and notes

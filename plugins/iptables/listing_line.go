@@ -181,7 +181,7 @@ func (l *listing) rule(line string, n int, chain string) (string, error) {
 		return t, nil
 	}
 	if l.lineNumbers {
-		if _, err := want("the rule's number (--line-numbers)", isDigits); err != nil {
+		if _, err := want("the rule's number (--line-numbers)", lexDigits); err != nil {
 			return "", err
 		}
 	}
@@ -254,7 +254,7 @@ func isListingCount(s string) bool {
 	if k := len(s) - 1; k > 0 && strings.IndexByte("KMGTP", s[k]) >= 0 {
 		s = s[:k]
 	}
-	return isDigits(s)
+	return lexDigits(s)
 }
 
 // listingProto is -p for the prot column: a name, or a number as

@@ -69,7 +69,7 @@ func (ex *extrasScan) statistic() bool {
 		every, _ := ex.next()
 		pk, _ := ex.next()
 		packet, _ := ex.next()
-		if e != "every" || pk != "packet" || !isDigits(every) || !isDigits(packet) {
+		if e != "every" || pk != "packet" || !lexDigits(every) || !lexDigits(packet) {
 			return false
 		}
 		args = append(args, "--every", every, "--packet", packet)

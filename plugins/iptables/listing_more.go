@@ -41,7 +41,7 @@ func (ex *extrasScan) limit() bool {
 	r, _ := ex.next()
 	b, _ := ex.next()
 	n, _ := ex.next()
-	if a != "avg" || b != "burst" || !isDigits(n) {
+	if a != "avg" || b != "burst" || !lexDigits(n) {
 		return false
 	}
 	args := []string{"-m", "limit", "--limit", r}
