@@ -65,7 +65,8 @@ func isTextForm(b []byte) bool {
 			return true
 		}
 	}
-	return false
+	// A paste that starts with the shell prompt of the command.
+	return bytes.Contains(b, []byte("\ntable "))
 }
 
 func head(b []byte) string {

@@ -83,6 +83,8 @@ func TestParseErrors(t *testing.T) {
 		{"text form cut", txt[:bytes.Index(txt, []byte("chain services {"))], []string{"node2.nft", "line ", "input ends inside table ip kube-proxy (opened on line 1)"}},
 		{"text form of iptables-nft", []byte("table ip nat {\n\tchain KUBE-SERVICES {\n\t\tcounter jump KUBE-NODEPORTS\n\t}\n}\n"),
 			[]string{"node2.nft", "line 2, column 8", "these are iptables rules (iptables-nft backend) printed by nft; run `iptables-save` (and `ip6tables-save`) on the node and give that"}},
+		{"text form after a prompt", []byte("root@node2:~# nft list ruleset\ntable ip kube-proxy {\n}\n"),
+			[]string{"node2.nft", "line 1, column 1", "want a table"}},
 		{"text form, bad element", []byte("table ip t {\n\tset s {\n\t\ttype ipv4_addr\n\t\telements = { 10.0.0.1 10.0.0.2 }\n\t}\n}\n"),
 			[]string{"node2.nft", "line 4, column 25"}},
 		{"truncated", capture[:len(capture)/2], []string{"node2.nft", "truncated"}},
