@@ -15,6 +15,13 @@ func (r *textReader) elements(c *cursor, isMap bool, close string) ([]any, error
 			return out, nil
 		}
 		start := c.peek()
+		if isElision(start) {
+			c.next()
+			r.elided = true
+			r.note(start, "line %d: %q: the text leaves elements out here; they are not read", start.line, start.text)
+			c.take(",")
+			continue
+		}
 		key, ok := r.concatValue(c)
 		if !ok {
 			return nil, errAt(start, "want a set element, got %s", start)

@@ -22,8 +22,14 @@ func (r *textReader) chainBlock(start token) error {
 		case t.is("}"):
 			r.c.next()
 			return nil
+		case r.c.done() && r.elided:
+			return nil
 		case r.c.done():
 			return errAt(t, "input ends inside chain %s (opened on line %d)", name.text, start.line)
+		case isElision(t):
+			r.c.next()
+			r.elision(t)
+			continue
 		case t.is("type") && r.c.peekAt(2).is("hook"):
 			if err := r.chainType(ch); err != nil {
 				return err
@@ -96,6 +102,8 @@ func (r *textReader) setBlock(start token) error {
 		switch {
 		case t.is("}"):
 			r.c.next()
+			return nil
+		case r.c.done() && r.elided:
 			return nil
 		case r.c.done():
 			return errAt(t, "input ends inside %s %s (opened on line %d)", start.text, name.text, start.line)

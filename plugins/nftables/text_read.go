@@ -79,6 +79,9 @@ type textReader struct {
 	table  string
 	// kubeProxy: a table named kube-proxy was read.
 	kubeProxy bool
+	// elided: the text leaves something out (a line "...."), so it may
+	// end inside a block.
+	elided bool
 }
 
 func (r *textReader) note(t token, format string, args ...any) {
@@ -154,6 +157,8 @@ func (r *textReader) top() error {
 		}
 		t := r.c.next()
 		switch {
+		case isElision(t):
+			r.elision(t)
 		case t.is("table"):
 			if err := r.tableBlock(t); err != nil {
 				return err
@@ -189,8 +194,12 @@ func (r *textReader) tableBlock(start token) error {
 		switch {
 		case t.is("}"):
 			return nil
+		case r.c.done() && t.kind == tokNL && r.elided:
+			return nil
 		case r.c.done() && t.kind == tokNL:
 			return errAt(t, "input ends inside table %s %s (opened on line %d)", fam.text, name.text, start.line)
+		case isElision(t):
+			r.elision(t)
 		case t.is("comment") && r.c.peek().kind == tokString:
 			tb["comment"] = r.c.next().text
 		case t.is("flags"):
@@ -225,7 +234,7 @@ func (r *textReader) otherBlock(start token) error {
 	for !r.c.peek().is("{") {
 		t := r.c.next()
 		if t.kind == tokNL || r.c.done() {
-			return errAt(t, "want an object (`KIND NAME {`), got %s", start)
+			return errAt(start, "want a chain, set, map or object (`KIND NAME {`), got %s", start)
 		}
 		words = append(words, t.text)
 	}
@@ -298,4 +307,18 @@ func joinTokens(toks []token) string {
 		}
 	}
 	return b.String()
+}
+
+// isElision: a word that stands for what a paste left out ("....").
+func isElision(t token) bool {
+	return t.kind == tokWord && (t.text == "…" || len(t.text) >= 3 && strings.Trim(t.text, ".") == "")
+}
+
+// elision notes what a paste left out and skips the rest of its line.
+func (r *textReader) elision(t token) {
+	r.elided = true
+	for !r.c.done() && r.c.peek().kind != tokNL && !r.c.peek().is("}") {
+		r.c.next()
+	}
+	r.note(t, "line %d: %q: the text leaves something out here; what it leaves out is not read", t.line, t.text)
 }
