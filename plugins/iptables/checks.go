@@ -215,7 +215,7 @@ func modeEvidence(rs *Ruleset) (mode, why string) {
 	}
 	for _, c := range nat.chains() {
 		if strings.HasPrefix(c.Name, PrefixSVC) || strings.HasPrefix(c.Name, PrefixSEP) {
-			return "iptables", "nat has kube-proxy's KUBE-SVC-* and KUBE-SEP-* chains"
+			return "iptables", "nat has kube-proxy's Service or endpoint chains, KUBE-SVC-* or KUBE-SEP-*"
 		}
 	}
 	if c := has(ipvsChains); c != "" {
