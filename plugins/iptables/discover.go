@@ -155,6 +155,12 @@ func kindOf(r *Rule) behavior.FrontendKind {
 // port, so explain cannot list them, and says so instead of leaving them
 // out silently.
 func portless(rs *Ruleset) []string {
+	if rs.Excerpt == "" {
+		// kube-proxy writes none: only a simplified rule in an excerpt
+		// lacks it, and a whole dump's dispatch chains are not read again
+		// (a large node's are read lazily).
+		return nil
+	}
 	var out []string
 	for _, tname := range []string{"nat", "filter"} {
 		t, ok := rs.Tables[tname]
