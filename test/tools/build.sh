@@ -83,7 +83,19 @@ if command -v flock >/dev/null; then
 	flock 9
 fi
 
-# gen_module DIR: write go.mod requiring k8s.io/kubernetes@version plus staging replaces.
+# tool_pkg COMPONENT: the package a component is built from.
+tool_pkg() {
+	case $1 in
+	etcd) echo go.etcd.io/etcd/server/v3 ;;
+	*) echo "k8s.io/kubernetes/cmd/$1" ;;
+	esac
+}
+
+# gen_module DIR: write go.mod requiring k8s.io/kubernetes@version plus staging replaces, with
+# the tools in $tools. The checked-in module lists every component; a generated one lists
+# only those asked for (and those it listed before), so a release whose modules the proxy
+# serves only in part (some staging modules of some patch releases are refused) still builds
+# what it can.
 gen_module() {
 	local dir=$1
 	mkdir -p "$dir"
@@ -122,13 +134,10 @@ gen_module() {
 		echo "go $gover"
 		echo
 		echo "tool ("
-		echo "	go.etcd.io/etcd/server/v3"
-		echo "	k8s.io/kubernetes/cmd/kube-apiserver"
-		echo "	k8s.io/kubernetes/cmd/kube-controller-manager"
-		echo "	k8s.io/kubernetes/cmd/kube-proxy"
-		echo "	k8s.io/kubernetes/cmd/kube-scheduler"
-		echo "	k8s.io/kubernetes/cmd/kubectl"
-		echo "	k8s.io/kubernetes/cmd/kubelet"
+		local tool
+		for tool in "${tools[@]}"; do
+			echo "	$tool"
+		done
 		echo ")"
 		echo
 		echo "require ("
@@ -148,7 +157,12 @@ gen_module() {
 	(cd "$dir" && go mod tidy)
 }
 
+tools=()
 if [[ -n $gen_only ]]; then
+	for c in kube-apiserver kube-controller-manager kube-proxy kube-scheduler kubectl kubelet etcd; do
+		tools+=("$(tool_pkg "$c")")
+	done
+	mapfile -t tools < <(printf '%s\n' "${tools[@]}" | LC_ALL=C sort)
 	gen_module "$gen_only"
 	log "wrote $gen_only/go.mod"
 	exit 0
@@ -159,7 +173,21 @@ if [[ $version == "$pinned" ]]; then
 	log "using checked-in module $moddir (k8s.io/kubernetes $version)"
 else
 	moddir="$out/mod"
-	if [[ ! -f $moddir/go.sum ]] || ! grep -Eq "k8s\.io/kubernetes $version( |$)" "$moddir/go.mod"; then
+	for c in "${need[@]}"; do
+		tools+=("$(tool_pkg "$c")")
+	done
+	missing=0
+	for tool in "${tools[@]}"; do
+		if [[ ! -f $moddir/go.mod ]] || ! grep -Fqx "	$tool" "$moddir/go.mod"; then
+			missing=1
+		fi
+	done
+	if [[ -f $moddir/go.mod ]]; then
+		# Keep the tools listed before.
+		mapfile -t -O "${#tools[@]}" tools < <(awk '/^tool \(/ {t=1; next} t && /^\)/ {t=0} t {print $1}' "$moddir/go.mod")
+	fi
+	mapfile -t tools < <(printf '%s\n' "${tools[@]}" | LC_ALL=C sort -u)
+	if [[ $missing == 1 || ! -f $moddir/go.sum ]] || ! grep -Eq "k8s\.io/kubernetes $version( |$)" "$moddir/go.mod"; then
 		gen_module "$moddir"
 	else
 		log "using generated module $moddir"
