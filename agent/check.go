@@ -36,7 +36,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	if pc.Version == "" {
 		pc.Version = kp.sync.Version
 	}
-	model := analysis.PrepareModel(cl, a.opts.Node, a.opts.Family)
+	model := analysis.PrepareModel(cl, a.opts.Node, a.opts.Family, pc.Version)
 	ns, notes, err := inspect.CollectLocal(ctx, a.opts.Node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(cl), Rules: rules,
 		OnRead: func(r inspect.Read) { c.Reads = append(c.Reads, r) }})
 	c.Notes = append(c.Notes, notes...)

@@ -17,6 +17,7 @@ import (
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/suggest"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,9 @@ type NodeAnalysis struct {
 	// Config is kube-proxy's settings as told by the snapshot, completed
 	// from the rules (Config.Inferred says what was inferred).
 	Config snapshot.ProxyConfig
+	// Release is the model of kube-proxy's release the node is analysed
+	// with (see ProxyVersion).
+	Release proxyrelease.Release
 	// View is nil without API objects (a bare dump).
 	View *model.NodeView
 	// Plane is the kernel state of kube-proxy's data plane: for iptables,
@@ -103,13 +107,15 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		return nil, err
 	}
 	a := &NodeAnalysis{Node: node, Family: family, Config: ns.KubeProxy, state: ns, source: s.Metadata.Source}
+	a.Release = nodeRelease(s, node)
+	topo := topologyOf(a.Release)
 	// The model's view needs only the API objects: it is made while the
 	// dumps are parsed.
 	views := make(chan modelResult, 1)
-	if o.Model.fits(s.Cluster, node, family, o) {
+	if o.Model.fits(s.Cluster, node, family, topo, o) {
 		go func() { views <- o.Model.wait() }()
 	} else {
-		go func() { views <- modelView(s.Cluster, node, family, o, true) }()
+		go func() { views <- modelView(s.Cluster, node, family, topo, o, true) }()
 	}
 	pl, err := loadPlanes(ns, family, o.Service != nil)
 	view := <-views
@@ -223,14 +229,14 @@ type modelResult struct {
 // (nil: none), narrowed to o.Service; full says the narrowed cluster must
 // carry the whole cluster's endpoint addresses and names (see
 // snapshot.Cluster.Narrow).
-func modelView(c *snapshot.Cluster, node, family string, o Options, full bool) modelResult {
+func modelView(c *snapshot.Cluster, node, family string, topo model.Topology, o Options, full bool) modelResult {
 	if o.Service != nil {
 		c = c.Narrow([]types.NamespacedName{{Namespace: o.Service.Namespace, Name: o.Service.Name}}, full)
 	}
 	if c == nil {
 		return modelResult{}
 	}
-	v, err := model.BuildNodeView(c, node, family)
+	v, err := model.BuildNodeViewWith(c, node, family, topo)
 	if err != nil {
 		return modelResult{err: fmt.Errorf("building kube-proxy's view of node %s: %w", node, err)}
 	}
@@ -250,6 +256,7 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 		a.View = m.view
 		a.Notes = append(a.Notes, m.view.Notes...)
 	}
+	a.Notes = append(a.Notes, releaseNotes(a.Release, m.view)...)
 	a.NodeIPs = nodeIPs(a.View, ns, family)
 	a.LocalAddrs = localAddrs(a.NodeIPs, ns.Addresses, family)
 	cidrs := behavior.ParsePrefixes(a.Config.ClusterCIDRs)

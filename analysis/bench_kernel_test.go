@@ -60,7 +60,7 @@ func benchmarkReadAnalyze(b *testing.B, services int) {
 		resetPeakRSS(b)
 		b.StartTimer()
 		start := time.Now()
-		model := analysis.PrepareModel(base.Cluster, "node1", "IPv4")
+		model := analysis.PrepareModel(base.Cluster, "node1", "IPv4", "")
 		node := base.Nodes[0]
 		err := netns.Run(path, func() error {
 			for _, c := range []string{snapshot.CollectorIPTablesSave, snapshot.CollectorIP6TablesSave} {

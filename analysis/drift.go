@@ -50,8 +50,9 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 	var seen []NodeFindings
 	for _, n := range nodes {
 		opts := Options{Lean: true}
+		topo := topologyOf(nodeRelease(s, n))
 		for _, m := range o.Models {
-			if m.fits(s.Cluster, n, o.Family, opts) {
+			if m.fits(s.Cluster, n, o.Family, topo, opts) {
 				opts.Model = m
 			}
 		}

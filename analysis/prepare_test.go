@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -32,7 +33,7 @@ func TestPreparedModelSameAnswers(t *testing.T) {
 		}
 		var models []*Model
 		for _, n := range s.Nodes {
-			models = append(models, PrepareModel(s.Cluster, n.Name, "IPv4"))
+			models = append(models, PrepareModel(s.Cluster, n.Name, "IPv4", ""))
 		}
 		got, err := Drift(s, DriftOptions{Family: "IPv4", Models: models})
 		if err != nil {
@@ -42,7 +43,7 @@ func TestPreparedModelSameAnswers(t *testing.T) {
 			t.Errorf("%s: with prepared views\n got %+v\nwant %+v", filepath.Base(file), got, want)
 		}
 		for _, m := range models {
-			if m.fits(s.Cluster, m.node, "IPv4", Options{}) {
+			if m.fits(s.Cluster, m.node, "IPv4", m.topo, Options{}) {
 				used++
 			}
 		}
@@ -50,10 +51,11 @@ func TestPreparedModelSameAnswers(t *testing.T) {
 		other := *s.Cluster
 		ref := ServiceRef{Namespace: "default", Name: "kubernetes"}
 		for name, fits := range map[string]bool{
-			"another family":  m.fits(s.Cluster, m.node, "IPv6", Options{}),
-			"another node":    m.fits(s.Cluster, m.node+"-x", "IPv4", Options{}),
-			"another cluster": m.fits(&other, m.node, "IPv4", Options{}),
-			"narrowed":        m.fits(s.Cluster, m.node, "IPv4", Options{Service: &ref}),
+			"another family":  m.fits(s.Cluster, m.node, "IPv6", m.topo, Options{}),
+			"another node":    m.fits(s.Cluster, m.node+"-x", "IPv4", m.topo, Options{}),
+			"another cluster": m.fits(&other, m.node, "IPv4", m.topo, Options{}),
+			"narrowed":        m.fits(s.Cluster, m.node, "IPv4", m.topo, Options{Service: &ref}),
+			"another release": m.fits(s.Cluster, m.node, "IPv4", model.Topology{ZoneHintsNeedAnnotation: true}, Options{}),
 		} {
 			if fits {
 				t.Errorf("%s: a view prepared for node %s fits %s", filepath.Base(file), m.node, name)

@@ -18,10 +18,10 @@ func (a *NodeAnalysis) Recheck(c *snapshot.Cluster, ref ServiceRef) (*NodeAnalys
 	if a.state == nil || a.Plane == nil {
 		return nil, errors.New("recheck: the analysis was not made by Analyze (no kernel state to reuse)")
 	}
-	r := &NodeAnalysis{Node: a.Node, Family: a.Family, Config: a.Config, Plane: a.Plane,
+	r := &NodeAnalysis{Node: a.Node, Family: a.Family, Config: a.Config, Release: a.Release, Plane: a.Plane,
 		state: a.state, source: a.source, inferred: a.inferred}
 	o := Options{Service: &ref}
-	if err := r.behaviour(modelView(c, a.Node, a.Family, o, false), o, a.space); err != nil {
+	if err := r.behaviour(modelView(c, a.Node, a.Family, topologyOf(a.Release), o, false), o, a.space); err != nil {
 		return nil, err
 	}
 	// A state read narrowly parses the chains a walk enters first when

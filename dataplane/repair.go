@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/svctrace/svctrace/model"
@@ -137,16 +136,6 @@ func DetachedWriteArgs(mode, file string) []string {
 // DetachedWriteCommand is the hidden reconcile subcommand of the writing
 // process.
 const DetachedWriteCommand = "write-detached"
-
-// KubeProxyMinor reads the minor release off a kube-proxy version
-// ("v1.36.3", "1.33" give 36, 33), whose layout a render follows; ok false
-// for what is not a v1 version.
-func KubeProxyMinor(version string) (minor int, ok bool) {
-	major, rest, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
-	text, _, _ := strings.Cut(rest, ".")
-	n, err := strconv.Atoi(text)
-	return n, major == "1" && err == nil
-}
 
 // CIDROfFamily is the first CIDR of the family (IPv4, IPv6) in a list,
 // masked; "" when there is none.

@@ -7,6 +7,38 @@ type categorized struct {
 	cluster, local []Endpoint
 	hasAny         bool
 	topologyMode   string
+	// otherRelease: a release of the window with other topology rules
+	// would pick another topology mode here.
+	otherRelease bool
+}
+
+// Topology is how a kube-proxy release reads topology hints.
+type Topology struct {
+	// ZoneHintsNeedAnnotation: zone hints are used only for a Service
+	// whose topology annotation enables them (kube-proxy v1.30).
+	ZoneHintsNeedAnnotation bool
+	// NodeHints: node hints are used (kube-proxy v1.34 on).
+	NodeHints bool
+}
+
+// NewestTopology is the newest release's reading: zone hints without an
+// annotation, node hints.
+func NewestTopology() Topology { return Topology{NodeHints: true} }
+
+// topologyRules is how one Service's hints are read.
+type topologyRules struct {
+	zone, node bool
+}
+
+// rulesFor: annotated says the Service's topology annotation enables hints.
+func (t Topology) rulesFor(annotated bool) topologyRules {
+	return topologyRules{zone: annotated || !t.ZoneHintsNeedAnnotation, node: t.NodeHints}
+}
+
+// windowTopologies are the readings of the releases svctrace models:
+// v1.30's, v1.31 to v1.33's, and the newest.
+func windowTopologies() []Topology {
+	return []Topology{{ZoneHintsNeedAnnotation: true}, {}, NewestTopology()}
 }
 
 // categorize picks the endpoints a service port uses on a node, as
@@ -20,13 +52,18 @@ type categorized struct {
 //   - hasAny: a usable endpoint exists anywhere.
 //
 // Non-serving terminating endpoints are never used.
-func categorize(eps []Endpoint, usesCluster, usesLocal bool, node, zone string) categorized {
+func categorize(eps []Endpoint, usesCluster, usesLocal bool, node, zone string, topo Topology, annotated bool) categorized {
 	var r categorized
 	if len(eps) == 0 {
 		return r
 	}
 	if usesCluster {
-		r.topologyMode = topologyModeFromHints(eps, node, zone)
+		r.topologyMode = topologyModeFromHints(eps, node, zone, topo.rulesFor(annotated))
+		for _, other := range windowTopologies() {
+			if topologyModeFromHints(eps, node, zone, other.rulesFor(annotated)) != r.topologyMode {
+				r.otherRelease = true
+			}
+		}
 		r.cluster = filterEndpoints(eps, func(ep *Endpoint) bool {
 			return ep.Ready && availableForTopology(*ep, r.topologyMode, node, zone)
 		})
@@ -63,12 +100,11 @@ func servingTerminating(ep Endpoint) bool {
 	return ep.Serving && ep.Terminating
 }
 
-// topologyModeFromHints decides from the hints of Ready endpoints:
-// PreferSameNode if every one has node hints and one names this node
-// (PreferSameTrafficDistribution is GA and locked on since v1.35), else
-// PreferSameZone if every one has zone hints and one names this node's
-// zone, else no topology.
-func topologyModeFromHints(eps []Endpoint, node, zone string) string {
+// topologyModeFromHints decides from the hints of Ready endpoints, as the
+// rules allow: PreferSameNode if every one has node hints and one names
+// this node, else PreferSameZone if every one has zone hints and one names
+// this node's zone, else no topology.
+func topologyModeFromHints(eps []Endpoint, node, zone string, rules topologyRules) string {
 	hasReady := false
 	allNode, forNode := true, false
 	allZone, forZone := true, false
@@ -91,9 +127,9 @@ func topologyModeFromHints(eps []Endpoint, node, zone string) string {
 	switch {
 	case !hasReady:
 		return TopologyNone
-	case allNode && forNode:
+	case rules.node && allNode && forNode:
 		return TopologyPreferSameNode
-	case allZone && forZone:
+	case rules.zone && allZone && forZone:
 		return TopologyPreferSameZone
 	}
 	return TopologyNone

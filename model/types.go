@@ -70,6 +70,9 @@ type ServicePort struct {
 	HasAnyEndpoints bool
 	// TopologyMode is "", PreferSameZone or PreferSameNode.
 	TopologyMode string
+	// TopologyByRelease: kube-proxy releases of the window that read
+	// topology hints otherwise would pick another TopologyMode here.
+	TopologyByRelease bool
 }
 
 // SPN is the ServicePortName string: "ns/name:port", or "ns/name" when the

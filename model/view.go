@@ -16,9 +16,16 @@ import (
 const DefaultAffinityTimeoutSeconds = corev1.DefaultClientIPServiceAffinitySeconds
 
 // BuildNodeView computes the service ports the family's proxier on node
-// programs. family is "IPv4" or "IPv6". A node missing from c.Nodes is not
-// an error: the view then has no node IPs and no zone.
+// programs, read as the newest release does. family is "IPv4" or "IPv6".
+// A node missing from c.Nodes is not an error: the view then has no node
+// IPs and no zone.
 func BuildNodeView(c *snapshot.Cluster, node, family string) (*NodeView, error) {
+	return BuildNodeViewWith(c, node, family, NewestTopology())
+}
+
+// BuildNodeViewWith is BuildNodeView for a release that reads topology
+// hints by topo.
+func BuildNodeViewWith(c *snapshot.Cluster, node, family string, topo Topology) (*NodeView, error) {
 	if c == nil {
 		return nil, errors.New("build node view: no cluster objects")
 	}
@@ -57,9 +64,10 @@ func BuildNodeView(c *snapshot.Cluster, node, family string) (*NodeView, error) 
 			sp := newServicePort(svc, &svc.Spec.Ports[j], fam, clusterIP)
 			sp.EndpointSource = source
 			sp.Endpoints = src.endpoints(source, portKey{sp.Namespace, sp.Name, sp.PortName, sp.Protocol})
-			r := categorize(sp.Endpoints, sp.UsesClusterEndpoints(), sp.UsesLocalEndpoints(), node, v.Zone)
+			r := categorize(sp.Endpoints, sp.UsesClusterEndpoints(), sp.UsesLocalEndpoints(), node, v.Zone, topo, hintsAnnotated(svc))
 			sp.ClusterEndpoints, sp.LocalEndpoints = r.cluster, r.local
 			sp.HasAnyEndpoints, sp.TopologyMode = r.hasAny, r.topologyMode
+			sp.TopologyByRelease = r.otherRelease
 			v.Ports = append(v.Ports, sp)
 		}
 	}
@@ -80,6 +88,19 @@ func BuildNodeView(c *snapshot.Cluster, node, family string) (*NodeView, error) 
 		v.Notes = append([]string{note}, v.Notes...)
 	}
 	return v, nil
+}
+
+// hintsAnnotated says the Service's topology annotation enables hints for
+// a release that asks for it (v1.30): the older
+// service.kubernetes.io/topology-aware-hints when present, else
+// service.kubernetes.io/topology-mode, with a value other than "",
+// "disabled" and "Disabled".
+func hintsAnnotated(svc *corev1.Service) bool {
+	v, ok := svc.Annotations[corev1.DeprecatedAnnotationTopologyAwareHints]
+	if !ok {
+		v = svc.Annotations[corev1.AnnotationTopologyMode]
+	}
+	return v != "" && v != "disabled" && v != "Disabled"
 }
 
 // skipReason says why the family's proxier ignores a service, if it

@@ -106,10 +106,7 @@ func PlanRules(s *snapshot.Snapshot, o RulesOptions) (*RulesPlan, error) {
 		return nil, err
 	}
 	p := &RulesPlan{TypeMeta: analysis.NewTypeMeta("RulesPlan"), Node: o.Node, Service: o.Service}
-	nodeVersion, nodeSource := ns.KubeProxy.Version, "the node's kube-proxy"
-	if nodeVersion == "" {
-		nodeVersion, nodeSource = podVersion(s.Cluster, o.Node)
-	}
+	nodeVersion, nodeSource := analysis.ProxyVersion(s, o.Node)
 	version, source, err := layoutVersion(nodeVersion, nodeSource, o.KubeProxyVersion)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", o.Node, err)
@@ -303,29 +300,9 @@ func layoutVersion(node, nodeSource, given string) (version, source string, err 
 		version, source = given, "--kube-proxy-version"
 	}
 	if version == "" {
-		return "", "", errors.New("kube-proxy's version is unknown (its /configz and /metrics did not answer, and no kube-proxy Pod on the node names it): give the version running there with --kube-proxy-version")
+		return "", "", errors.New("kube-proxy's version is unknown (its /metrics did not answer, no kube-proxy Pod on the node names it, and the node is no k3s or RKE2 node): give the version running there with --kube-proxy-version")
 	}
 	return version, source, nil
-}
-
-// podVersion is the version in the image of the node's kube-proxy Pod
-// (a DaemonSet's, or a static Pod), when the API objects hold one.
-func podVersion(c *snapshot.Cluster, node string) (string, string) {
-	for _, pod := range c.Pods {
-		if pod.Spec.NodeName != node || pod.Namespace != "kube-system" {
-			continue
-		}
-		for _, ctr := range pod.Spec.Containers {
-			if ctr.Name != "kube-proxy" && !strings.Contains(ctr.Image, "/kube-proxy:") {
-				continue
-			}
-			if _, tag, ok := strings.Cut(ctr.Image[strings.LastIndex(ctr.Image, "/")+1:], ":"); ok && strings.HasPrefix(tag, "v1.") {
-				tag, _, _ = strings.Cut(tag, "@")
-				return tag, "the image of Pod kube-system/" + pod.Name
-			}
-		}
-	}
-	return "", ""
 }
 
 func addrStrings(as []netip.Addr) []string {

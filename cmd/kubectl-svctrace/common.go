@@ -23,6 +23,7 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
 )
@@ -38,8 +39,11 @@ type commonOptions struct {
 	node          string
 	family        string
 	clusterCIDR   []string
-	proxyMetrics  string
-	objectsFile   string
+	// kubeProxyVersion (--kube-proxy-version) is the version every node's
+	// kube-proxy is taken to run.
+	kubeProxyVersion string
+	proxyMetrics     string
+	objectsFile      string
 
 	namespace string
 	// only narrows the load and the analysis to one Service (explain):
@@ -81,6 +85,7 @@ func (o *commonOptions) addFlags(cmd *cobra.Command, withNode bool) {
 	cmd.Flags().BoolVar(&o.local, "local", false, "Read the kernel state of the network namespace svctrace runs in (run it on the node)")
 	cmd.Flags().StringVar(&o.family, "family", o.family, "IP family to read: IPv4 or IPv6")
 	cmd.Flags().StringSliceVar(&o.clusterCIDR, "cluster-cidr", nil, "kube-proxy's --cluster-cidr, when it can be read neither from the cluster nor from the rules")
+	cmd.Flags().StringVar(&o.kubeProxyVersion, "kube-proxy-version", "", "kube-proxy's version on the node (default: what its /metrics, its Pod's image or a k3s or RKE2 node tells): the release whose behaviour and layout svctrace follows")
 	cmd.Flags().StringVar(&o.objectsFile, "objects", "", "API objects from this file (a v1 List or YAML stream of Nodes, Services, EndpointSlices, Pods) instead of the cluster")
 	cmd.Flags().StringVar(&o.proxyMetrics, "kube-proxy-metrics-address", inspect.DefaultKubeProxyMetricsAddress, "With --local: where the node's kube-proxy serves /configz")
 	cmd.Flags().BoolVar(&o.helper, "helper-pod", false, "From a workstation, where no agent runs: read the node through a short-lived Pod on it (host network, NET_ADMIN and NET_RAW), deleted after")
@@ -112,6 +117,9 @@ func (o *commonOptions) validate() error {
 	}
 	if o.family != "IPv4" && o.family != "IPv6" {
 		return fmt.Errorf("--family %q: want IPv4 or IPv6", o.family)
+	}
+	if _, ok := proxyrelease.Minor(o.kubeProxyVersion); o.kubeProxyVersion != "" && !ok {
+		return fmt.Errorf("--kube-proxy-version %q: want a kube-proxy version like v1.32.13", o.kubeProxyVersion)
 	}
 	if o.snapshotFile != "" && o.local {
 		return fmt.Errorf("--snapshot and --local exclude each other")
@@ -203,6 +211,11 @@ func (o *commonOptions) snapshot(ctx context.Context) (*snapshot.Snapshot, error
 		for i := range s.Nodes {
 			s.Nodes[i].KubeProxy.ClusterCIDRs = o.clusterCIDR
 			s.Nodes[i].KubeProxy.Source = "flags"
+		}
+	}
+	if o.kubeProxyVersion != "" {
+		for i := range s.Nodes {
+			s.Nodes[i].KubeProxy.Version = o.kubeProxyVersion
 		}
 	}
 	return s, nil
@@ -308,7 +321,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		}
 	}
 	if o.prepareModel && o.node != "" && s.Cluster != nil {
-		o.models = append(o.models, analysis.PrepareModel(s.Cluster, o.node, o.family))
+		o.models = append(o.models, analysis.PrepareModel(s.Cluster, o.node, o.family, pc.Version))
 	}
 	// The conntrack table is read only for the Services' addresses and
 	// the node's own (NodePorts), so a full table stays out of memory.

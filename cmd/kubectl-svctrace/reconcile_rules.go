@@ -28,12 +28,11 @@ const stopAtEnv = "SVCTRACE_RECONCILE_STOP_AT"
 
 type reconcileRulesOptions struct {
 	*commonOptions
-	apply, force     bool
-	service          string
-	kubeProxyVersion string
-	backend          string
-	backup           string
-	keepBackups      int
+	apply, force bool
+	service      string
+	backend      string
+	backup       string
+	keepBackups  int
 	// requestedBy is who asked for the apply: the agent passes its
 	// authenticated caller; on the node it is the login user.
 	requestedBy string
@@ -47,7 +46,8 @@ func newReconcileRulesCommand(streams genericiooptions.IOStreams) *cobra.Command
 		Short: "Render the rules kube-proxy would program on a node, show what differs, and write them",
 		Long: `Render the complete state kube-proxy would program on the node in its mode
 (iptables, nftables or ipvs) for the Services and EndpointSlices of the API, in
-the layout of the kube-proxy version running there (v1.33 to v1.36), compare it
+the layout of the kube-proxy version running there (iptables mode v1.30 to
+v1.37, nftables mode v1.31 to v1.37, ipvs mode v1.33 to v1.36), compare it
 with kube-proxy's part of the kernel, and print the difference: each chain,
 virtual server or ipset to create, rewrite or delete, each rule, real server,
 set element or address to add or remove, and the drift findings each change
@@ -92,7 +92,6 @@ is rolled back).`,
 	f.BoolVar(&o.apply, "apply", false, "Write the changes (default: only list them)")
 	f.BoolVar(&o.force, "force", false, "With --apply: write even while a kube-proxy runs on the node and syncs")
 	f.StringVar(&o.service, "service", "", "Only this Service's chains and rules ([NS/]NAME)")
-	f.StringVar(&o.kubeProxyVersion, "kube-proxy-version", "", "The kube-proxy version whose layout to render (default: the node's kube-proxy's)")
 	f.StringVar(&o.backend, "iptables-backend", "", "The iptables backend to write, legacy or nf_tables (default: the one holding kube-proxy's chains)")
 	f.StringVar(&o.backup, "backup", "", "With --apply: the backup file to write (default: "+reconcile.DefaultBackupDir+"/rules-NODE-TIME.yaml)")
 	f.IntVar(&o.keepBackups, "keep-backups", reconcile.DefaultKeepBackups, "With --apply: how many backups of the node to keep in the backup's directory, the new one included (-1: all)")

@@ -57,7 +57,7 @@ func TestReconcileRulesErrors(t *testing.T) {
 	}{
 		{[]string{"--kube-proxy-version", "v1.36.3", "--service", "default/ngnix"}, "did you mean default/nginx"},
 		{[]string{"--node", "node3"}, `node "node3" is not in the snapshot`},
-		{[]string{"--kube-proxy-version", "v1.29.4"}, "svctrace renders the iptables layout of v1.33 to v1.36"},
+		{[]string{"--kube-proxy-version", "v1.29.4"}, "svctrace renders the iptables layout of v1.30 to v1.37"},
 		{nil, "kube-proxy's version is unknown"},
 		{[]string{"--apply"}, "--apply changes a node's kernel: not with --snapshot"},
 		{[]string{"--kube-proxy-version", "v1.36.3", "--iptables-backend", "nft"}, "want legacy or nf_tables"},

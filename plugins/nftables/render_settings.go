@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -27,7 +28,7 @@ func SettingsFrom(cfg snapshot.ProxyConfig, family string, nodeIPs []string, cur
 	if len(nodeIPs) > 0 {
 		s.NodeIP = nodeIPs[0]
 	}
-	if v, ok := dataplane.KubeProxyMinor(cfg.Version); ok {
+	if v, ok := proxyrelease.Minor(cfg.Version); ok {
 		s.Minor = v
 	}
 	switch cfg.DetectLocalMode {

@@ -94,7 +94,7 @@ func check(ctx context.Context, reader *inspect.RuleReader, c *snapshot.Cluster,
 	rules := reader.Read(ctx)
 	// As drift --local does: the node's view is built while the kernel's
 	// rules are dumped.
-	m := analysis.PrepareModel(c, node, "IPv4")
+	m := analysis.PrepareModel(c, node, "IPv4", pc.Version)
 	ns, _, err := inspect.CollectLocal(ctx, node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(c), Rules: rules})
 	if err != nil {
 		return checked{}, err

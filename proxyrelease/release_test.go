@@ -1,0 +1,57 @@
+package proxyrelease
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFor(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		minor   int
+		outside string // a word the warning must hold; "" for none
+	}{
+		{"", Newest, ""},
+		{"v1.30.14", 30, ""},
+		{"v1.37.2", 37, ""},
+		{"1.33", 33, ""},
+		{"v1.30.4+k3s1", 30, ""},
+		{"v1.31.2-eks-7f9249a", 31, ""},
+		{"v1.30.5-gke.1014001", 30, ""},
+		{"v1.29.4", Oldest, "older"},
+		{"v1.38.0", Newest, "newer"},
+		{"v2.0.0", Newest, "not a v1 version"},
+		{"latest", Newest, "not a v1 version"},
+	} {
+		r := For(c.version)
+		if r.Minor != c.minor || r.Told != c.version {
+			t.Errorf("For(%q) = %+v, want minor %d", c.version, r, c.minor)
+		}
+		if (r.Outside != "") != (c.outside != "") || !strings.Contains(r.Outside, c.outside) {
+			t.Errorf("For(%q).Outside = %q, want one with %q", c.version, r.Outside, c.outside)
+		}
+		if r.Known() != (c.version != "") {
+			t.Errorf("For(%q).Known() = %v", c.version, r.Known())
+		}
+	}
+}
+
+// TestBehaviours pins each release-dependent behaviour at the release
+// that changed it (docs/kube-proxy-releases.md).
+func TestBehaviours(t *testing.T) {
+	for minor := Oldest; minor <= Newest; minor++ {
+		r := Release{Minor: minor}
+		if got, want := r.ZoneHintsNeedAnnotation(), minor == 30; got != want {
+			t.Errorf("v1.%d: ZoneHintsNeedAnnotation %v, want %v", minor, got, want)
+		}
+		if got, want := r.NodeHints(), minor >= 34; got != want {
+			t.Errorf("v1.%d: NodeHints %v, want %v", minor, got, want)
+		}
+	}
+	if got := For("v1.38.1").String(); got != "v1.37" {
+		t.Errorf("a release after the window is analysed as %s, want v1.37", got)
+	}
+	if got := Span(30, 37); got != "v1.30 to v1.37" {
+		t.Errorf("Span = %q", got)
+	}
+}
