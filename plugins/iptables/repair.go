@@ -7,21 +7,22 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/proxyrelease"
 )
 
-// layoutMinors are the kube-proxy v1 minor releases whose iptables layout
-// Render writes: v1.33 to v1.36 write the same rules (and each was read
-// against a capture or the lab).
-var layoutMinors = []int{33, 34, 35, 36}
+// The kube-proxy releases whose iptables layout Render writes: v1.30 to
+// v1.37 write the same rules, each checked rule for rule against its
+// release's real kube-proxy in the lab (TestReleases).
+const layoutOldest, layoutNewest = 30, 37
 
 // checkVersion refuses a version whose layout Render does not know.
 func checkVersion(version string) error {
-	minor, ok := dataplane.KubeProxyMinor(version)
+	minor, ok := proxyrelease.Minor(version)
 	if !ok {
 		return fmt.Errorf("kube-proxy version %q is not a version svctrace can read", version)
 	}
-	if !slices.Contains(layoutMinors, minor) {
-		return fmt.Errorf("kube-proxy %s: svctrace renders the iptables layout of v1.33 to v1.36, and a release outside them may lay its rules out otherwise", version)
+	if minor < layoutOldest || minor > layoutNewest {
+		return fmt.Errorf("kube-proxy %s: svctrace renders the iptables layout of %s, and a release outside them may lay its rules out otherwise", version, proxyrelease.Span(layoutOldest, layoutNewest))
 	}
 	return nil
 }

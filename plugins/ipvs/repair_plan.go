@@ -7,16 +7,21 @@ import (
 
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/proxyrelease"
 )
 
 var _ dataplane.RepairPlanner = Loader{}
 
+// The kube-proxy releases whose ipvs state the render programs: v1.33 to
+// v1.36 program the same, as the lab's VM node showed.
+const layoutOldest, layoutNewest = 33, 36
+
 // checkVersion refuses a kube-proxy whose ipvs layout the render does not
-// know: v1.33 to v1.36 program the same state.
+// know.
 func checkVersion(version string) error {
-	minor, ok := dataplane.KubeProxyMinor(version)
-	if !ok || minor < 33 || minor > 36 {
-		return fmt.Errorf("kube-proxy %s: svctrace renders the ipvs layout of v1.33 to v1.36, and a release outside them may program it otherwise", version)
+	minor, ok := proxyrelease.Minor(version)
+	if !ok || minor < layoutOldest || minor > layoutNewest {
+		return fmt.Errorf("kube-proxy %s: svctrace renders the ipvs layout of %s, and a release outside them may program it otherwise", version, proxyrelease.Span(layoutOldest, layoutNewest))
 	}
 	return nil
 }

@@ -37,10 +37,16 @@ type RenderSettings struct {
 	// balancer's source ranges that hold it also admit the VIPs.
 	NodeIP string
 	// Minor is kube-proxy's minor version (1.Minor); 0 is the newest
-	// layout. Render knows two layouts: v1.33's (Minor 33 and below) and
-	// v1.36's (Minor 34 and above; 34 and 35 are not checked against a
-	// real kube-proxy).
+	// layout. Render knows the layouts of v1.31 to v1.37, each checked
+	// against its release's real kube-proxy: v1.33's (Minor 33 and
+	// below), v1.36's (34 to 36) and v1.37's.
 	Minor int
+}
+
+// singleDNAT reports whether kube-proxy DNATs a Service with one endpoint
+// and no affinity straight to it, without a random number map (v1.37).
+func (s RenderSettings) singleDNAT() bool {
+	return s.Minor == 0 || s.Minor >= 37
 }
 
 // legacy reports whether kube-proxy writes v1.33's layout: masquerading

@@ -258,8 +258,13 @@ func (r *renderer) affinitySet(epBase string, timeout int32) {
 }
 
 // dnats writes a policy chain without affinity: one DNAT through a
-// random number map to the endpoints.
+// random number map to the endpoints, or from v1.37 straight to the
+// endpoint when there is one.
 func (r *renderer) dnats(p *model.ServicePort, chain string, eps []model.Endpoint) {
+	if len(eps) == 1 && r.s.singleDNAT() {
+		r.rule(chain, "meta l4proto", p.ProtoLower(), "dnat to", endpointAddr(eps[0]))
+		return
+	}
 	elems := make([]string, 0, len(eps))
 	for i, ep := range eps {
 		elems = append(elems, strconv.Itoa(i)+" : "+addr(ep.IP)+" . "+strconv.Itoa(int(ep.Port)))

@@ -6,19 +6,25 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
+// The kube-proxy releases whose nftables layouts Render writes, each
+// checked rule for rule against its release's real kube-proxy in the lab
+// (TestReleases): nftables mode is beta and on from v1.31.
+const layoutOldest, layoutNewest = 31, 37
+
 // PlanRepair renders kube-proxy's table of the family for the view, in
-// the layout of the version given (v1.33 to v1.36), and compares it with
+// the layout of the version given, and compares it with
 // the node's: the chains whose rules differ, and the sets and maps whose
 // elements or declarations do (an affinity set's elements are the
 // clients it pins, and are left alone). Only kube-proxy's own table is
 // read, and the payload is the nft transaction that writes the changes.
 func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool, error) {
-	minor, ok := dataplane.KubeProxyMinor(in.Version)
-	if !ok || minor < 33 || minor > 36 {
-		return nil, false, fmt.Errorf("kube-proxy %s: svctrace renders the nftables layouts of v1.33 to v1.36, and a release outside them may lay its table out otherwise", in.Version)
+	minor, ok := proxyrelease.Minor(in.Version)
+	if !ok || minor < layoutOldest || minor > layoutNewest {
+		return nil, false, fmt.Errorf("kube-proxy %s: svctrace renders the nftables layouts of %s, and a release outside them may lay its table out otherwise", in.Version, proxyrelease.Span(layoutOldest, layoutNewest))
 	}
 	var dump *snapshot.Dump
 	for i := range in.State.Dumps {
