@@ -131,6 +131,7 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		a.Notes = append(a.Notes, note)
 	}
 	a.Findings = append(a.Findings, pl.checks(plane, node)...)
+	a.Notes = append(a.Notes, pl.inertLeftovers(plane, node)...)
 	// The plane's notes are taken after the walks, which may parse more of
 	// a narrowly read state, and kept in their place.
 	planeNotes := len(a.Notes)

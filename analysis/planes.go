@@ -134,6 +134,18 @@ func (p *planes) checks(active dataplane.Plane, node string) []behavior.Finding 
 	return out
 }
 
+// inertLeftovers are the notes of the planes kube-proxy does not program
+// on its leftovers there that act on no packet.
+func (p *planes) inertLeftovers(active dataplane.Plane, node string) []string {
+	var out []string
+	for _, pl := range p.loaded {
+		if in, ok := pl.(dataplane.InertLeftovers); ok && pl != active {
+			out = append(out, in.InertLeftovers(node, active.Mode())...)
+		}
+	}
+	return out
+}
+
 // IndexDumps has each plane index the dumps it reads (see
 // dataplane.DumpIndexer), so that a binary snapshot of them answers a
 // narrowed question (explain of one Service) without reading every rule.

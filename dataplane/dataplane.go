@@ -285,3 +285,9 @@ type Plane interface {
 	// Notes are what the parser inferred or could not understand.
 	Notes() []string
 }
+
+// InertLeftovers is a Plane whose leftovers may act on no packet (nothing
+// leads to them): those are named in notes, not reported as findings.
+type InertLeftovers interface {
+	InertLeftovers(node, activeMode string) []string
+}

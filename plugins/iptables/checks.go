@@ -280,15 +280,23 @@ func kubeletChain(name string) bool {
 }
 
 // ModeLeftovers reports kube-proxy's iptables chains on a node whose
-// kube-proxy runs in another mode: one finding per table. In nftables mode
-// nothing in them belongs to the running proxy; in ipvs mode, all but the
-// chains ipvs mode keeps.
-func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Finding {
-	var out []behavior.Finding
+// kube-proxy runs in another mode: one finding per table whose chains act
+// on packets. In nftables mode nothing in them belongs to the running
+// proxy; in ipvs mode, all but the chains ipvs mode keeps. Chains that no
+// packet enters (no built-in chain leads to them: the empty
+// KUBE-PROXY-CANARY chains kube-proxy's iptables mode monitors, a
+// KUBE-MARK-MASQ nothing jumps to) act on nothing: they are named in
+// inert, one line per table, not reported. In an excerpt, which may leave
+// out the jump to a chain, every chain counts as acting.
+func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) (out []behavior.Finding, inert []string) {
 	for _, tname := range rs.TableOrder {
 		t := rs.Tables[tname]
-		var chains []string
-		rules := 0
+		var chains, idle []string
+		rules, acting := 0, false
+		var enters map[string]bool
+		if rs.Excerpt == "" {
+			enters = entered(t)
+		}
 		for _, c := range t.chains() {
 			if activeMode == "ipvs" && slices.Contains(ipvsModeChains[tname], c.Name) {
 				continue
@@ -296,24 +304,61 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) []behavior.Fin
 			if cname := c.Name; strings.HasPrefix(cname, "KUBE-") && !kubeletChain(cname) {
 				chains = append(chains, cname)
 				rules += c.Len()
+				if enters == nil || enters[cname] {
+					acting = true
+				} else {
+					idle = append(idle, cname)
+				}
 			}
 		}
 		if len(chains) == 0 {
 			continue
 		}
-		shown := chains
-		if len(shown) > 8 {
-			shown = append(append([]string(nil), shown[:8]...), fmt.Sprintf("... %d more", len(chains)-8))
+		if !acting {
+			inert = append(inert, fmt.Sprintf("iptables (%s backend) table %s still holds kube-proxy chains of iptables mode that no packet enters (%s): nothing leads to them, so they act on nothing and are not reported", backend, tname, strings.Join(shortList(idle, 8), ", ")))
+			continue
 		}
 		out = append(out, behavior.Finding{
 			Type: behavior.LeftoverRules, Node: node,
 			Expected: "no kube-proxy chains in iptables",
 			Observed: fmt.Sprintf("iptables (%s) table %s: %d KUBE chains with %d rules", backend, tname, len(chains), rules),
-			Rules:    shown,
+			Rules:    shortList(chains, 8),
 			Message:  fmt.Sprintf("kube-proxy runs in %s mode, but iptables (%s backend) still holds its chains in table %s: leftovers of iptables mode, which still act on packets", activeMode, backend, tname),
 		})
 	}
-	return out
+	return out, inert
+}
+
+// shortList is the first n names, and a count of the rest.
+func shortList(names []string, n int) []string {
+	if len(names) <= n {
+		return names
+	}
+	return append(append([]string(nil), names[:n]...), fmt.Sprintf("... %d more", len(names)-n))
+}
+
+// entered are the chains of t a packet can enter: the built-in chains, and
+// every chain a rule of an entered chain jumps or goes to.
+func entered(t *Table) map[string]bool {
+	seen := map[string]bool{}
+	var todo []*Chain
+	for _, c := range t.chains() {
+		if c.Builtin || isBuiltinChain(c.Name) {
+			seen[c.Name] = true
+			todo = append(todo, c)
+		}
+	}
+	for len(todo) > 0 {
+		c := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, r := range c.Rules() {
+			if next := t.Chain(r.Target); next != nil && !seen[next.Name] {
+				seen[next.Name] = true
+				todo = append(todo, next)
+			}
+		}
+	}
+	return seen
 }
 
 // dnatTarget is the endpoint a chain DNATs to ("" if none).

@@ -187,7 +187,24 @@ func (p *Plane) Leftovers(node, activeMode string) []behavior.Finding {
 	var out []behavior.Finding
 	for _, backend := range []string{"nf_tables", "legacy", "unknown"} {
 		if rs := p.Backends[backend]; rs != nil {
-			out = append(out, ModeLeftovers(rs, node, backend, activeMode)...)
+			fs, _ := ModeLeftovers(rs, node, backend, activeMode)
+			out = append(out, fs...)
+		}
+	}
+	return out
+}
+
+// InertLeftovers names kube-proxy's chains of iptables mode that no packet
+// enters, left while kube-proxy runs in another mode: they act on nothing.
+func (p *Plane) InertLeftovers(node, activeMode string) []string {
+	if activeMode == p.Mode() {
+		return nil
+	}
+	var out []string
+	for _, backend := range []string{"nf_tables", "legacy", "unknown"} {
+		if rs := p.Backends[backend]; rs != nil {
+			_, inert := ModeLeftovers(rs, node, backend, activeMode)
+			out = append(out, inert...)
 		}
 	}
 	return out
