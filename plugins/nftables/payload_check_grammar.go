@@ -70,7 +70,7 @@ func chainBody(body nftCommand) error {
 		case len(opts) >= 7 && opts[0].text == "type" && opts[2].text == "hook" && opts[4].text == "priority" && opts[6].text == ";":
 			prio, err := strconv.Atoi(opts[5].text)
 			want := hookChain{name: name, typ: opts[1].text, hook: opts[3].text, prio: prio}
-			if err != nil || !slices.Contains(baseChains(), want) {
+			if err != nil || !slices.Contains(baseChains(false), want) && !slices.Contains(baseChains(true), want) {
 				return fmt.Errorf("chain %s on hook %s (type %s, priority %s) is none of kube-proxy's base chains", name, opts[3].text, opts[1].text, opts[5].text)
 			}
 			opts = opts[7:]
@@ -89,14 +89,14 @@ func chainBody(body nftCommand) error {
 func ruleBody(body nftCommand) error {
 	chain := body[0].text
 	isBase := false
-	for _, bc := range baseChains() {
+	for _, bc := range append(baseChains(false), baseChains(true)...) {
 		isBase = isBase || bc.name == chain
 	}
 	if !isBase {
 		return nil
 	}
 	rule := body[1:].String()
-	for _, j := range jumpChains() {
+	for _, j := range append(jumpChains(false), jumpChains(true)...) {
 		if j.from == chain && (rule == "jump "+j.to || rule == j.match+" jump "+j.to) {
 			return nil
 		}

@@ -38,8 +38,8 @@ type RenderSettings struct {
 	NodeIP string
 	// Minor is kube-proxy's minor version (1.Minor); 0 is the newest
 	// layout. Render knows the layouts of v1.31 to v1.37, each checked
-	// against its release's real kube-proxy: v1.33's (Minor 33 and
-	// below), v1.36's (34 to 36) and v1.37's.
+	// against its release's real kube-proxy (see legacy, beta,
+	// clusterIPMasqueradePort and singleDNAT for what changed when).
 	Minor int
 }
 
@@ -49,10 +49,17 @@ func (s RenderSettings) singleDNAT() bool {
 	return s.Minor == 0 || s.Minor >= 37
 }
 
-// legacy reports whether kube-proxy writes v1.33's layout: masquerading
-// through the mark-for-masquerade chain, a chain per endpoint, and no
-// hairpin-connections set.
+// legacy reports whether kube-proxy writes the layout of v1.31 to v1.35:
+// masquerading through the mark-for-masquerade chain, a chain per
+// endpoint, and no hairpin-connections set.
 func (s RenderSettings) legacy() bool {
+	return s.Minor != 0 && s.Minor < 36
+}
+
+// clusterIPMasqueradePort reports whether the rule that marks ClusterIP
+// traffic for masquerading in a service's chain names its port (v1.31 to
+// v1.33; v1.34 and v1.35 match the address alone).
+func (s RenderSettings) clusterIPMasqueradePort() bool {
 	return s.Minor != 0 && s.Minor < 34
 }
 
@@ -165,8 +172,22 @@ type hookChain struct {
 }
 
 // baseChains are kube-proxy's chains on hooks, in the order it declares
-// them.
-func baseChains() []hookChain {
+// them: beta is the layout of v1.31 and v1.32 (nftables mode beta), whose
+// filter chains all run before DNAT, and which checks ClusterIPs in an
+// output chain after it.
+func baseChains(beta bool) []hookChain {
+	if beta {
+		return []hookChain{
+			{"filter-prerouting", "filter", "prerouting", -110},
+			{"filter-input", "filter", "input", -110},
+			{"filter-forward", "filter", "forward", -110},
+			{"filter-output", "filter", "output", -110},
+			{"filter-output-post-dnat", "filter", "output", -90},
+			{"nat-prerouting", "nat", "prerouting", -100},
+			{"nat-output", "nat", "output", -100},
+			{"nat-postrouting", "nat", "postrouting", 100},
+		}
+	}
 	return []hookChain{
 		{"filter-prerouting-pre-dnat", "filter", "prerouting", -110},
 		{"filter-output-pre-dnat", "filter", "output", -110},
@@ -183,30 +204,39 @@ func baseChains() []hookChain {
 // chain, on a match ("" for every packet).
 type jump struct{ to, from, match string }
 
-// jumpChains are the jumps from base chains kube-proxy writes, in order.
-func jumpChains() []jump {
+// jumpChains are the jumps from base chains kube-proxy writes, in order;
+// beta as for baseChains.
+func jumpChains(beta bool) []jump {
+	firewallFrom, outputFrom, clusterIPsFrom := "filter-prerouting-pre-dnat", "filter-output-pre-dnat", "filter-output"
+	if beta {
+		firewallFrom, outputFrom, clusterIPsFrom = "filter-prerouting", "filter-output", "filter-output-post-dnat"
+	}
 	return []jump{
 		{"nodeport-endpoints-check", "filter-input", "ct state new"},
 		{"service-endpoints-check", "filter-input", "ct state new"},
 		{"service-endpoints-check", "filter-forward", "ct state new"},
 		{"service-endpoints-check", "filter-output", "ct state new"},
-		{"firewall-check", "filter-prerouting-pre-dnat", "ct state new"},
-		{"firewall-check", "filter-output-pre-dnat", "ct state new"},
+		{"firewall-check", firewallFrom, "ct state new"},
+		{"firewall-check", outputFrom, "ct state new"},
 		{"services", "nat-output", ""},
 		{"services", "nat-prerouting", ""},
 		{"masquerading", "nat-postrouting", ""},
 		{"cluster-ips-check", "filter-forward", "ct state new"},
-		{"cluster-ips-check", "filter-output", "ct state new"},
+		{"cluster-ips-check", clusterIPsFrom, "ct state new"},
 	}
 }
+
+// beta reports whether kube-proxy writes the base chains of nftables
+// mode's beta (v1.31, v1.32).
+func (s RenderSettings) beta() bool { return s.Minor != 0 && s.Minor < 33 }
 
 // setup writes what a full sync writes before the service ports: the
 // base chains and their jumps, and the fixed chains, sets and maps.
 func (r *renderer) setup() {
-	for _, bc := range baseChains() {
+	for _, bc := range baseChains(r.s.beta()) {
 		r.l.Chains[bc.name] = &LayoutChain{Type: bc.typ, Hook: bc.hook, Prio: bc.prio, Policy: "accept"}
 	}
-	for _, j := range jumpChains() {
+	for _, j := range jumpChains(r.s.beta()) {
 		r.chain(j.to)
 		if j.match == "" {
 			r.rule(j.from, "jump", j.to)

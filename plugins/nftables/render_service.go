@@ -194,11 +194,14 @@ func (r *renderer) servicePort(p *model.ServicePort) {
 	}
 }
 
-// internalMasquerade is v1.33's first rule of the chain ClusterIP traffic
-// goes to: it marks traffic to the ClusterIP for masquerading, all of it
-// or what does not come from a local pod.
+// internalMasquerade is the first rule of v1.31 to v1.35 in the chain
+// ClusterIP traffic goes to: it marks traffic to the ClusterIP for
+// masquerading, all of it or what does not come from a local pod.
 func (r *renderer) internalMasquerade(p *model.ServicePort, chain string) {
-	match := []string{r.ipX, "daddr", addr(p.ClusterIP), p.ProtoLower(), "dport", strconv.Itoa(int(p.Port))}
+	match := []string{r.ipX, "daddr", addr(p.ClusterIP)}
+	if r.s.clusterIPMasqueradePort() {
+		match = append(match, p.ProtoLower(), "dport", strconv.Itoa(int(p.Port)))
+	}
 	switch {
 	case r.s.MasqueradeAll:
 	case r.s.localImplemented():
