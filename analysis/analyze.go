@@ -296,7 +296,7 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 		}
 		a.Expected, notes = Expected(ExpectedInput{View: a.View, Config: a.Config, LocalAddrs: local,
 			NodePortIPs: a.inferred.NodePortIPs, NodePortIPsKnown: a.inferred.NodePortIPsKnown,
-			Probes: space})
+			Probes: space, Release: a.Release})
 		a.Notes = append(a.Notes, notes...)
 		in.Expected = a.Expected.Frontends
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -27,6 +28,8 @@ type ExpectedInput struct {
 	// the observed side's; its NodeIPs are every address local to the
 	// node.
 	Probes behavior.ProbeSpace
+	// Release is the kube-proxy release whose behaviour is expected.
+	Release proxyrelease.Release
 }
 
 // Expected derives the behaviour table from kube-proxy's view of a node:
@@ -50,10 +53,12 @@ func Expected(in ExpectedInput) (*behavior.Table, []string) {
 	local := newLocalDelivery(space.NodeIPs)
 	// The ports' frontends are independent: a large node's are worked
 	// out on every CPU.
+	rules := expectRules{masqAll: cfg.MasqueradeAll, ipvs: cfg.Mode == "ipvs",
+		nodeDropsNoLocal: cfg.Mode == "nftables" && in.Release.NFTablesChecksEndpointsBeforeDNAT()}
 	t.Frontends = inRuns(len(v.Ports), expectedRun, func(out []behavior.Frontend, i int) []behavior.Frontend {
 		p := &v.Ports[i]
 		for _, k := range frontendKeys(p, npIPs) {
-			out = append(out, expectFrontend(p, k, space, local, det, cfg.MasqueradeAll, cfg.Mode == "ipvs"))
+			out = append(out, expectFrontend(p, k, space, local, det, rules))
 		}
 		return out
 	})
@@ -156,7 +161,19 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 	return out, notes
 }
 
-func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, local localDelivery, det localDetector, masqAll, ipvs bool) behavior.Frontend {
+// expectRules are the settings and release traits every frontend's
+// outcomes depend on.
+type expectRules struct {
+	masqAll, ipvs bool
+	// nodeDropsNoLocal: the node's own connections to an external IP or
+	// load balancer IP of a Service with a Local external policy and no
+	// endpoint on the node are dropped (nftables mode of v1.31 and v1.32
+	// checks for endpoints before it DNATs them).
+	nodeDropsNoLocal bool
+}
+
+func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, local localDelivery, det localDetector, rules expectRules) behavior.Frontend {
+	masqAll, ipvs := rules.masqAll, rules.ipvs
 	spn := p.SPN()
 	f := behavior.Frontend{Key: k, Service: spn, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
 	if p.AffinityTimeoutSeconds > 0 {
@@ -198,6 +215,8 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 			o = ipvsOutcome(p, c, src, det, external, masqAll, local, memo)
 		case !external:
 			o = internalOutcome(p, c, src, det, masqAll, local, memo)
+		case c == behavior.FromNode && rules.nodeDropsNoLocal && p.ExternalPolicyLocal && len(p.LocalEndpoints) == 0 && k.Kind != behavior.NodePort:
+			o = behavior.Outcome{Verdict: behavior.Drop, Reason: spn + " has no local endpoints (nftables mode of kube-proxy v1.31 and v1.32 checks the node's own connections for endpoints before DNAT)"}
 		default:
 			o = externalOutcome(p, c, det.on(), local, memo)
 		}

@@ -1,6 +1,10 @@
 package dataplane
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Notes are the assumptions a walker made on one branch (Branch.Notes),
 // each said once. A branch that forks hands its notes to
@@ -17,4 +21,17 @@ func (n *Notes) Add(format string, args ...any) {
 		}
 	}
 	*n = append(*n, s)
+}
+
+// InertLeftoverNote is the note on kube-proxy's chains of iptables mode
+// that a table of iptables (backend) still holds while kube-proxy runs in
+// another mode, when no packet enters them: nothing leads to them, so
+// they act on nothing. Both planes that can read them (iptables-save, and
+// nft for the nf_tables backend) say it in these words, once.
+func InertLeftoverNote(backend, table string, chains []string) string {
+	names := slices.Sorted(slices.Values(chains))
+	if len(names) > 8 {
+		names = append(names[:8], fmt.Sprintf("... %d more", len(chains)-8))
+	}
+	return fmt.Sprintf("iptables (%s backend) table %s still holds kube-proxy chains of iptables mode that no packet enters (%s): nothing leads to them, so they act on nothing and are not reported", backend, table, strings.Join(names, ", "))
 }

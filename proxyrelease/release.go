@@ -19,10 +19,11 @@ const (
 	Newest = 37
 )
 
-// Release is the model of kube-proxy svctrace analyses a node with.
+// Release is the model of kube-proxy svctrace analyses a node with. The
+// zero Release is the newest.
 type Release struct {
-	// Minor is the minor release whose model applies (1.Minor), always
-	// within the window.
+	// Minor is the minor release whose model applies (1.Minor), within
+	// the window; 0 is the newest.
 	Minor int
 	// Told is kube-proxy's version as the input told it; "" when nothing
 	// told it.
@@ -78,8 +79,16 @@ func Span(lo, hi int) string { return fmt.Sprintf("v1.%d to v1.%d", lo, hi) }
 // the nearest one, when Outside).
 func (r Release) Known() bool { return r.Told != "" }
 
+// minor is the minor release whose model applies.
+func (r Release) minor() int {
+	if r.Minor == 0 {
+		return Newest
+	}
+	return r.Minor
+}
+
 // String is the model's release, "v1.37".
-func (r Release) String() string { return "v1." + strconv.Itoa(r.Minor) }
+func (r Release) String() string { return "v1." + strconv.Itoa(r.minor()) }
 
 // ZoneHintsNeedAnnotation: v1.30 uses an EndpointSlice's zone hints only
 // for a Service annotated service.kubernetes.io/topology-mode (or the
@@ -87,9 +96,19 @@ func (r Release) String() string { return "v1." + strconv.Itoa(r.Minor) }
 // its ServiceTrafficDistribution gate was alpha and off. From v1.31 (the
 // gate beta and on) the hints are used whenever every ready endpoint has
 // them.
-func (r Release) ZoneHintsNeedAnnotation() bool { return r.Minor < 31 }
+func (r Release) ZoneHintsNeedAnnotation() bool { return r.minor() < 31 }
 
 // NodeHints: kube-proxy prefers the endpoints whose node hints name its
 // node from v1.34 (PreferSameTrafficDistribution beta and on; alpha and
 // off in v1.33, absent before).
-func (r Release) NodeHints() bool { return r.Minor >= 34 }
+func (r Release) NodeHints() bool { return r.minor() >= 34 }
+
+// NFTablesChecksEndpointsBeforeDNAT: nftables mode of v1.31 and v1.32 runs
+// its filter chain of the output hook before DNAT, so the check for
+// Services without endpoints sees a connection from the node itself with
+// its Service address: one to an external IP or load balancer IP of a
+// Service whose externalTrafficPolicy is Local and which has no endpoint
+// on the node is dropped there. From v1.33 that chain runs after DNAT, and
+// the connection is short-circuited to the cluster's endpoints, as in
+// iptables mode.
+func (r Release) NFTablesChecksEndpointsBeforeDNAT() bool { return r.minor() < 33 }

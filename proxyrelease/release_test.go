@@ -47,6 +47,12 @@ func TestBehaviours(t *testing.T) {
 		if got, want := r.NodeHints(), minor >= 34; got != want {
 			t.Errorf("v1.%d: NodeHints %v, want %v", minor, got, want)
 		}
+		if got, want := r.NFTablesChecksEndpointsBeforeDNAT(), minor < 33; got != want {
+			t.Errorf("v1.%d: NFTablesChecksEndpointsBeforeDNAT %v, want %v", minor, got, want)
+		}
+	}
+	if zero := (Release{}); zero.String() != "v1.37" || zero.ZoneHintsNeedAnnotation() || !zero.NodeHints() || zero.NFTablesChecksEndpointsBeforeDNAT() {
+		t.Errorf("the zero Release is not the newest: %s", zero)
 	}
 	if got := For("v1.38.1").String(); got != "v1.37" {
 		t.Errorf("a release after the window is analysed as %s, want v1.37", got)

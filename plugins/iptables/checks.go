@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
 )
 
 // leftover chain names of other proxy modes: the userspace proxier and
@@ -315,7 +316,7 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) (out []behavio
 			continue
 		}
 		if !acting {
-			inert = append(inert, fmt.Sprintf("iptables (%s backend) table %s still holds kube-proxy chains of iptables mode that no packet enters (%s): nothing leads to them, so they act on nothing and are not reported", backend, tname, strings.Join(shortList(idle, 8), ", ")))
+			inert = append(inert, dataplane.InertLeftoverNote(backend, tname, idle))
 			continue
 		}
 		out = append(out, behavior.Finding{

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/dataplane"
 )
 
 // Checks looks for what behaviour cannot show: kube-proxy's per-service
@@ -39,13 +40,9 @@ func (p *Plane) Checks(node, mode string) []behavior.Finding {
 		if t == p.kp || t.Family != p.fam {
 			continue
 		}
-		var kube []*Chain
-		for _, c := range t.Chains {
-			if strings.HasPrefix(c.Name, "KUBE-") && !kubeletChain(c.Name) {
-				kube = append(kube, c)
-			}
-		}
-		if len(kube) == 0 {
+		kube, acting := leftoverChains(t)
+		if !acting {
+			// Nothing leads to them: see Notes.
 			continue
 		}
 		n := 0
@@ -64,6 +61,71 @@ func (p *Plane) Checks(node, mode string) []behavior.Finding {
 			Message: fmt.Sprintf("table %s holds chains of kube-proxy's iptables or ipvs mode (written through iptables-nft); they are leftovers on a node whose kube-proxy runs in nftables mode, and packets still traverse them",
 				t.ID()),
 		})
+	}
+	return out
+}
+
+// leftoverChains are the KUBE-* chains of iptables mode in a table of
+// iptables-nft, and whether a packet enters any of them (a base chain
+// leads to it).
+func leftoverChains(t *Table) (kube []*Chain, acting bool) {
+	var entered map[string]bool
+	for _, c := range t.Chains {
+		if strings.HasPrefix(c.Name, "KUBE-") && !kubeletChain(c.Name) {
+			kube = append(kube, c)
+			if entered == nil {
+				entered = t.entered()
+			}
+			acting = acting || entered[c.Name]
+		}
+	}
+	return kube, acting
+}
+
+// entered are the chains of t a packet can enter: its base chains, and
+// every chain a rule of an entered chain jumps or goes to.
+func (t *Table) entered() map[string]bool {
+	seen := map[string]bool{}
+	var todo []*Chain
+	for _, c := range t.Chains {
+		if c.Base() {
+			seen[c.Name] = true
+			todo = append(todo, c)
+		}
+	}
+	for len(todo) > 0 {
+		c := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		targets := map[string]bool{}
+		for _, r := range c.rules() {
+			for _, st := range r.Stmts {
+				refs(st, targets, map[string]bool{})
+			}
+		}
+		for name := range targets {
+			if next := t.Chain(name); next != nil && !seen[name] {
+				seen[name] = true
+				todo = append(todo, next)
+			}
+		}
+	}
+	return seen
+}
+
+// inertLeftovers are the notes on the tables of iptables-nft beside
+// kube-proxy's whose KUBE-* chains no packet enters: they act on nothing.
+func (p *Plane) inertLeftovers() []string {
+	if p.kp == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range p.tables {
+		if t == p.kp || t.Family != p.fam {
+			continue
+		}
+		if kube, acting := leftoverChains(t); len(kube) > 0 && !acting {
+			out = append(out, dataplane.InertLeftoverNote("nf_tables", t.Name, chainNames(kube)))
+		}
 	}
 	return out
 }

@@ -77,7 +77,7 @@ func (p *Plane) Notes() []string {
 		}
 	}
 	p.frontendsOnce.Do(func() { p.frontends, p.frontendNotes = p.discover() })
-	return append(out, p.frontendNotes...)
+	return append(append(out, p.frontendNotes...), p.inertLeftovers()...)
 }
 
 // baseChain is a base chain with its table.
