@@ -62,10 +62,16 @@ func (c *cluster) svctrace(t *testing.T, node string, args ...string) (string, i
 	return string(out), 0
 }
 
-// drift runs drift --local on a node and returns its findings.
+// drift runs drift --local on a node and returns its findings. With the node's kube-proxy
+// stopped, nothing on the node tells its version (the lab runs it as a process, with no
+// Pod whose image would name it): the release is given, as an operator would.
 func (c *cluster) drift(t *testing.T, node string) ([]string, string) {
 	t.Helper()
-	out, code := c.svctrace(t, node, "drift", "--local", "--node", node, "-o", "json")
+	args := []string{"drift", "--local", "--node", node}
+	if !c.KubeProxyRunning(node) {
+		args = append(args, "--kube-proxy-version", c.version)
+	}
+	out, code := c.svctrace(t, node, append(args, "-o", "json")...)
 	if code > 1 {
 		t.Fatalf("drift on %s: exit %d:\n%s", node, code, out)
 	}
@@ -81,7 +87,7 @@ func (c *cluster) drift(t *testing.T, node string) ([]string, string) {
 	if (len(fs) > 0) != (code == 1) {
 		t.Errorf("drift on %s: exit %d with %d findings", node, code, len(fs))
 	}
-	text, _ := c.svctrace(t, node, "drift", "--local", "--node", node, "-o", "wide")
+	text, _ := c.svctrace(t, node, append(args, "-o", "wide")...)
 	return fs, text
 }
 

@@ -88,6 +88,17 @@ func (l *Lab) StopKubeProxy(node string) error {
 	return err
 }
 
+// KubeProxyRunning reports whether a kube-proxy the lab started runs on the node.
+func (l *Lab) KubeProxyRunning(node string) bool {
+	n := l.Node(node)
+	if n == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return n.proxy != nil && !n.proxy.exited()
+}
+
 // KubeProxyLog is the path of the node's kube-proxy log.
 func (l *Lab) KubeProxyLog(node string) string {
 	return filepath.Join(l.Dir, "kube-proxy-"+node+".log")

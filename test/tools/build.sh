@@ -83,6 +83,17 @@ if command -v flock >/dev/null; then
 	flock 9
 fi
 
+# staging_for MODULE: the version of a staging module the build uses: the release's own,
+# except where the module proxy refuses it. k8s.io/kube-proxy@v0.31.12 to v0.31.14 are
+# refused (403), so v1.31.14 takes v0.31.11: the module holds kube-proxy's configuration
+# types (config/v1alpha1) only, and kube-proxy itself is k8s.io/kubernetes@v1.31.14's.
+staging_for() {
+	case "$version $1" in
+	"v1.31.14 k8s.io/kube-proxy") echo v0.31.11 ;;
+	*) echo "$staging_version" ;;
+	esac
+}
+
 # tool_pkg COMPONENT: the package a component is built from.
 tool_pkg() {
 	case $1 in
@@ -148,7 +159,7 @@ gen_module() {
 		echo "replace ("
 		local m
 		for m in $staging; do
-			echo "	$m => $m $staging_version"
+			echo "	$m => $m $(staging_for "$m")"
 		done
 		echo ")"
 	} >"$dir/go.mod"
@@ -182,8 +193,8 @@ else
 			missing=1
 		fi
 	done
-	if [[ -f $moddir/go.mod ]]; then
-		# Keep the tools listed before.
+	if [[ -f $moddir/go.mod && -f $moddir/go.sum ]]; then
+		# Keep the tools listed before (by a generation that succeeded).
 		mapfile -t -O "${#tools[@]}" tools < <(awk '/^tool \(/ {t=1; next} t && /^\)/ {t=0} t {print $1}' "$moddir/go.mod")
 	fi
 	mapfile -t tools < <(printf '%s\n' "${tools[@]}" | LC_ALL=C sort -u)
