@@ -7,17 +7,18 @@ import (
 	"testing"
 )
 
-// TestModeSwitch runs the matrix's Services on kube-proxy 1.33 in iptables
-// mode, then moves both nodes to the lab's kube-proxy in nftables mode, as
-// an operator switching modes would (stop, start with the other mode): a
-// healthy node gives no finding before and after. kube-proxy 1.36 in
-// nftables mode removes its service chains of iptables mode but keeps
-// KUBE-FIREWALL's "block incoming localnet connections" rule, which
-// iptables-nft holds in nftables beside kube-proxy's table, before its
-// chains: its 127.0.0.0/8 test is no source range of the NodePorts of the
-// Local-policy Service without a local endpoint on node2.
+// TestModeSwitch runs the matrix's Services on the oldest kube-proxy of
+// test/tools/releases.txt in iptables mode, then moves both nodes to the
+// newest in nftables mode, as an operator upgrading and switching modes
+// would (stop, start the other): a healthy node gives no finding before
+// and after, and a repair in the new release's layout changes nothing.
+// kube-proxy in nftables mode removes its service chains of iptables mode
+// but keeps KUBE-FIREWALL's "block incoming localnet connections" rule,
+// which iptables-nft holds in nftables beside kube-proxy's table, before
+// its chains: its 127.0.0.0/8 test is no source range of the NodePorts of
+// the Local-policy Service without a local endpoint on node2.
 //
-// A kube-proxy 1.36 started on a node that already has its zone label can
+// A kube-proxy started on a node that already has its zone label can
 // miss it: it registers its topology handler on a node informer that is
 // already running (NodeManager's), after the informer may have delivered
 // the node. It then spreads topology-hinted Services over every zone until
@@ -25,9 +26,11 @@ import (
 // test relabels the nodes after the switch so that the check is about the
 // switch, not about that race.
 func TestModeSwitch(t *testing.T) {
-	c := startMatrix(t, "iptables", "v1.33.13")
+	rs := loadReleases(t)
+	oldest, newest := rs[0].version, rs[len(rs)-1].version
+	c := startMatrix(t, "iptables", oldest)
 	nodes := []string{"node1", "node2"}
-	t.Run("iptables v1.33.13", func(t *testing.T) {
+	t.Run("iptables "+oldest, func(t *testing.T) {
 		for _, n := range nodes {
 			waitDrift(t, c, n, nil)
 		}
@@ -37,7 +40,7 @@ func TestModeSwitch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.mode, c.version = "nftables", c.ProxyVersion
+	c.mode, c.version = "nftables", newest
 	for _, n := range nodes {
 		if err := c.startProxy(n); err != nil {
 			t.Fatal(err)
@@ -63,5 +66,6 @@ func TestModeSwitch(t *testing.T) {
 			}
 			waitDrift(t, c, n, nil)
 		}
+		nothingToRepair(t, c)
 	})
 }
