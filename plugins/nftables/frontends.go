@@ -73,8 +73,10 @@ func (p *Plane) discover() ([]behavior.Frontend, []string) {
 			}
 			ip := a.String()
 			kind, sure := frontendKind(el, name, clusterIPs[a], firewalled[addrPort{a, proto, port}])
-			if !sure {
-				ambiguous = append(ambiguous, fmt.Sprintf("%s:%d/%s", ip, port, proto))
+			if text := fmt.Sprintf("%s:%d/%s", ip, port, proto); !sure && !slices.Contains(ambiguous, text) {
+				// An address in two maps (service-ips and
+				// no-endpoint-services) is named once.
+				ambiguous = append(ambiguous, text)
 			}
 			add(behavior.Key{Kind: kind, IP: ip, Port: port, Protocol: proto}, serviceOf(el))
 		}
