@@ -162,7 +162,7 @@ func countKube(rs *Ruleset) int {
 	n := 0
 	for _, t := range rs.Tables {
 		for _, c := range t.chains() {
-			if name := c.Name; strings.HasPrefix(name, "KUBE-") && !kubeletChain(name) && name != "KUBE-PROXY-CANARY" {
+			if name := c.Name; ProxyChain(name) && !kubeletChain(name) && name != "KUBE-PROXY-CANARY" {
 				n += 1 + c.Len()
 			}
 		}
@@ -268,6 +268,31 @@ func chainRules(c *Chain) []string {
 	return out
 }
 
+// proxyFixedChains are the chains of fixed name kube-proxy (any mode of any
+// release, the userspace proxier's included) and the kubelet write.
+var proxyFixedChains = map[string]bool{
+	"KUBE-SERVICES": true, "KUBE-EXTERNAL-SERVICES": true, "KUBE-NODEPORTS": true, "KUBE-POSTROUTING": true,
+	"KUBE-MARK-MASQ": true, "KUBE-MARK-DROP": true, "KUBE-FORWARD": true, "KUBE-PROXY-FIREWALL": true,
+	"KUBE-PROXY-CANARY": true, "KUBE-FIREWALL": true, "KUBE-KUBELET-CANARY": true, "KUBE-IPTABLES-HINT": true,
+}
+
+// ProxyChain tells the chains kube-proxy (and the kubelet) write in
+// iptables from other components' chains that share their KUBE- prefix:
+// kube-router's network policy chains (KUBE-ROUTER-INPUT, KUBE-NWPLCY-…,
+// KUBE-POD-FW-…, KUBE-SRC-…, KUBE-DST-…, which k3s runs beside its
+// kube-proxy) are neither leftovers of kube-proxy nor its to repair.
+func ProxyChain(name string) bool {
+	if proxyFixedChains[name] || slices.Contains(userspaceChains, name) || slices.Contains(ipvsChains, name) {
+		return true
+	}
+	for _, p := range append(perServicePrefixes, PrefixXLB) {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // kubeletChain tells the KUBE- chains the kubelet, not kube-proxy, owns:
 // every node has KUBE-IPTABLES-HINT (which iptables backend the node uses),
 // KUBE-KUBELET-CANARY and KUBE-FIREWALL, whatever kube-proxy's mode, and
@@ -302,7 +327,7 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) (out []behavio
 			if activeMode == "ipvs" && slices.Contains(ipvsModeChains[tname], c.Name) {
 				continue
 			}
-			if cname := c.Name; strings.HasPrefix(cname, "KUBE-") && !kubeletChain(cname) {
+			if cname := c.Name; ProxyChain(cname) && !kubeletChain(cname) {
 				chains = append(chains, cname)
 				rules += c.Len()
 				if enters == nil || enters[cname] {

@@ -10,6 +10,8 @@ import (
 // unreferenced KUBE-MARK-MASQ; the kubelet's KUBE-FIREWALL is no
 // leftover) acts on no packet: a note per table, no finding. Once a
 // built-in chain leads to a leftover chain it acts, and is reported.
+// kube-router's network policy chains (k3s) share the KUBE- prefix but are
+// no chains of kube-proxy.
 func TestModeLeftoversInert(t *testing.T) {
 	dump := `*mangle
 :PREROUTING ACCEPT [0:0]
@@ -25,8 +27,13 @@ COMMIT
 *filter
 :INPUT ACCEPT [0:0]
 :KUBE-FIREWALL - [0:0]
+:KUBE-NWPLCY-DEFAULT - [0:0]
 :KUBE-PROXY-CANARY - [0:0]
+:KUBE-ROUTER-INPUT - [0:0]
+-A INPUT -m comment --comment "kube-router netpol - 4IA2OSFRMVNDXBVV" -j KUBE-ROUTER-INPUT
 -A INPUT -j KUBE-FIREWALL
+-A KUBE-NWPLCY-DEFAULT -m comment --comment "rule to mark traffic matching a network policy" -j MARK --set-xmark 0x10000/0x10000
+-A KUBE-ROUTER-INPUT -d 10.43.0.0/16 -m comment --comment "allow traffic to primary/secondary cluster IP range - EMMR4XSKDSUXPUTX" -j RETURN
 -A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
 COMMIT
 `

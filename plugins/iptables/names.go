@@ -13,6 +13,9 @@ const (
 	PrefixEXT = "KUBE-EXT-"
 	PrefixFW  = "KUBE-FW-"
 	PrefixSEP = "KUBE-SEP-"
+	// PrefixXLB is the external chain of a Local policy Service before
+	// v1.24 (KUBE-EXT- since).
+	PrefixXLB = "KUBE-XLB-"
 )
 
 // hash16 is kube-proxy's chain-name hash: the first 16 characters of the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/iptables"
 )
 
 // Checks looks for what behaviour cannot show: kube-proxy's per-service
@@ -65,13 +66,14 @@ func (p *Plane) Checks(node, mode string) []behavior.Finding {
 	return out
 }
 
-// leftoverChains are the KUBE-* chains of iptables mode in a table of
-// iptables-nft, and whether a packet enters any of them (a base chain
-// leads to it).
+// leftoverChains are the chains of kube-proxy's iptables mode in a table
+// of iptables-nft (not another component's KUBE- chains: see
+// iptables.ProxyChain), and whether a packet enters any of them (a base
+// chain leads to it).
 func leftoverChains(t *Table) (kube []*Chain, acting bool) {
 	var entered map[string]bool
 	for _, c := range t.Chains {
-		if strings.HasPrefix(c.Name, "KUBE-") && !kubeletChain(c.Name) {
+		if iptables.ProxyChain(c.Name) && !kubeletChain(c.Name) {
 			kube = append(kube, c)
 			if entered == nil {
 				entered = t.entered()
