@@ -268,6 +268,9 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 		space = prior.With(slices.Collect(maps.Keys(endpointAddrs(a.View))))
 	} else {
 		space = behavior.NewProbeSpace(cidrs, a.LocalAddrs, endpointAddrs(a.View))
+		if a.View != nil {
+			space.PodCIDRs = behavior.ParsePrefixes(a.View.PodCIDRs)
+		}
 		if c != nil && c.Partial != nil {
 			// The whole cluster's endpoints, of which the view has
 			// only the Service's.
@@ -305,6 +308,7 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 	// What the walks assumed; the plane's own notes among them are
 	// dropped below, where the plane's notes are taken.
 	a.Notes = append(a.Notes, a.Observed.Notes...)
+	a.Notes = append(a.Notes, othersMasquerade(a.Expected, a.Observed)...)
 	if u, ok := a.Plane.(dataplane.Unchecked); ok && a.Expected != nil && u.Unchecked() != "" {
 		// The plane's notes say why.
 		a.Unchecked = u.Unchecked()

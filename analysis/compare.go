@@ -129,7 +129,9 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 			forwardBoth = true
 			fs, policy := compareBackends(mk, e, c, eo, oo)
 			out = append(out, fs...)
-			if !policy && eo.Masquerade != oo.Masquerade {
+			// Another component's masquerade (a CNI's, of pod traffic
+			// leaving the pod network) is no drift of kube-proxy's rules.
+			if !policy && eo.Masquerade != oo.Masquerade && (eo.Masquerade || oo.MasqueradedBy == "") {
 				out = append(out, mk(behavior.MasqueradeMismatch, cls, masq(eo.Masquerade), masq(oo.Masquerade), oo.Rules,
 					fmt.Sprintf("connections from %s to %s are %s, should be %s", sourceName(c), e.Key, masq(oo.Masquerade), masq(eo.Masquerade))))
 			}
@@ -374,4 +376,43 @@ func policyExplainsMasquerade(fs []behavior.Finding) []behavior.Finding {
 		}
 	}
 	return out
+}
+
+// othersMasquerade notes the connections that other components' chains
+// masquerade where kube-proxy's rules would not (a CNI masquerading pod
+// traffic to an endpoint outside the pod network): one note per chain,
+// naming the frontends and source classes.
+func othersMasquerade(expected, observed *behavior.Table) []string {
+	if expected == nil || observed == nil {
+		return nil
+	}
+	want := map[behavior.Key]*behavior.Frontend{}
+	for i := range expected.Frontends {
+		want[expected.Frontends[i].Key] = &expected.Frontends[i]
+	}
+	byChain := map[string][]string{}
+	var chains []string
+	for _, f := range observed.Frontends {
+		e := want[f.Key]
+		if e == nil {
+			continue
+		}
+		for _, c := range behavior.SourceClasses {
+			oo, eo := f.Outcomes[c], e.Outcomes[c]
+			if oo.MasqueradedBy == "" || eo.Masquerade || eo.Verdict != behavior.Forward {
+				continue
+			}
+			if byChain[oo.MasqueradedBy] == nil {
+				chains = append(chains, oo.MasqueradedBy)
+			}
+			byChain[oo.MasqueradedBy] = append(byChain[oo.MasqueradedBy], fmt.Sprintf("%s from %s", f.Key, sourceName(c)))
+		}
+	}
+	slices.Sort(chains)
+	var notes []string
+	for _, ch := range chains {
+		notes = append(notes, fmt.Sprintf("%s, another component's chain, masquerades connections kube-proxy's rules do not (%s): not kube-proxy's drift",
+			ch, listSome(byChain[ch], 3)))
+	}
+	return notes
 }

@@ -107,6 +107,10 @@ type Outcome struct {
 	Verdict    Verdict   `json:"verdict"`
 	Backends   []Backend `json:"backends,omitempty"`
 	Masquerade bool      `json:"masquerade"`
+	// MasqueradedBy, when set, names the chains of other components than
+	// kube-proxy that masquerade the connection: kube-proxy's own rules do
+	// not (a CNI masquerading pod traffic that leaves the pod network).
+	MasqueradedBy string `json:"masqueradedBy,omitempty"`
 	// Reason explains a reject or drop, taken from kube-proxy's comment
 	// where it wrote one.
 	Reason string `json:"reason,omitempty"`

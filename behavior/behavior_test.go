@@ -153,3 +153,19 @@ func TestFreeHostTakenSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeSpacePodCIDR: where the node's own pod range is known, the pod
+// probe is a pod of this node (a CNI's rules, such as flannel's masquerade,
+// tell it from a pod elsewhere in the cluster CIDR); a pod range outside
+// the cluster CIDR is not the detector's, and is not used.
+func TestProbeSpacePodCIDR(t *testing.T) {
+	s := ProbeSpace{ClusterCIDRs: ParsePrefixes([]string{"10.244.0.0/16"}), PodCIDRs: ParsePrefixes([]string{"10.244.1.0/24"}),
+		Taken: map[netip.Addr]bool{netip.MustParseAddr("10.244.1.254"): true}}
+	if got := s.Choose(nil).Pod.String(); got != "10.244.1.253" {
+		t.Errorf("pod probe = %s, want 10.244.1.253 (the node's pod range, its last free host)", got)
+	}
+	s.PodCIDRs = ParsePrefixes([]string{"10.99.1.0/24"})
+	if got := s.Choose(nil).Pod.String(); got != "10.244.255.254" {
+		t.Errorf("pod probe = %s, want 10.244.255.254 (a pod range outside the cluster CIDR is not used)", got)
+	}
+}

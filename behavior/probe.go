@@ -38,6 +38,11 @@ type ProbeSpace struct {
 	ClusterCIDRs []netip.Prefix
 	// NodeIPs are the node's addresses, its primary one first.
 	NodeIPs []netip.Addr
+	// PodCIDRs are the node's own pod ranges (its Node's spec.podCIDRs),
+	// when known: a pod whose packets this node's rules see lives there,
+	// and other components' rules (a CNI's masquerade) may tell it from a
+	// pod elsewhere in the cluster CIDR.
+	PodCIDRs []netip.Prefix
 	// Taken are the endpoints of every Service: a probe that is an
 	// endpoint is a pod reaching itself, which is masqueraded as a
 	// hairpin. Nor is a probe ever one of NodeIPs or a loopback address:
@@ -177,13 +182,24 @@ func (s ProbeSpace) Choose(ranges []netip.Prefix) Probes {
 	cidrs := s.ClusterCIDRs
 	p.Pod = fallbackPod
 	if len(cidrs) > 0 {
-		if a, ok := s.FreeHost(cidrs[0]); ok {
+		pods := cidrs[0]
+		// A pod of this node, where its pod range is known and is the
+		// cluster's.
+		for _, pc := range s.PodCIDRs {
+			if pc.Bits() >= pods.Bits() && pods.Contains(pc.Addr()) {
+				pods = pc
+				break
+			}
+		}
+		if a, ok := s.FreeHost(pods); ok {
+			p.Pod = a
+		} else if a, ok := s.FreeHost(cidrs[0]); ok {
 			p.Pod = a
 		}
 		// Prefer a pod address inside an allowed range, if one overlaps.
 		for _, r := range ranges {
-			if r.Overlaps(cidrs[0]) {
-				if r.Bits() >= cidrs[0].Bits() {
+			if r.Overlaps(pods) {
+				if r.Bits() >= pods.Bits() {
 					if a, ok := s.FreeHost(r); ok {
 						p.Pod = a
 					}

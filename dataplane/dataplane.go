@@ -144,6 +144,10 @@ type Branch struct {
 	// on the way names it ("": not known).
 	MissingAddr string
 	Masquerade  bool
+	// MasqueradeBy, when set, is the chain of another component than
+	// kube-proxy whose rule masqueraded the packet ("nat FLANNEL-POSTRTG"):
+	// kube-proxy's own rules did not.
+	MasqueradeBy string
 	// AffinitySeconds: the branch records its client so that the client
 	// keeps this backend for that long (ClientIP affinity); 0 without.
 	AffinitySeconds int32

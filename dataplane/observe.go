@@ -262,6 +262,9 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 	var dropP, rejectP float64
 	var missing []string
 	masq := false
+	// byProxy: a masquerade on some branch is kube-proxy's; masqBy are the other
+	// components' chains that masqueraded the rest.
+	byProxy, masqBy := false, []string(nil)
 	addBackend := func(ep string, b Branch) {
 		i := -1
 		if byEndpoint != nil {
@@ -302,6 +305,11 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 			addBackend(b.DNAT, b)
 			if b.Masquerade {
 				masq = true
+				if b.MasqueradeBy == "" {
+					byProxy = true
+				} else if !slices.Contains(masqBy, b.MasqueradeBy) {
+					masqBy = append(masqBy, b.MasqueradeBy)
+				}
 			}
 		case b.MissingEndpoint:
 			// One endpoint's chain: a backend, at an address not shown.
@@ -347,6 +355,9 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		}
 		o.Backends = slices.Clip(backends)
 		o.Masquerade = masq
+		if masq && !byProxy {
+			o.MasqueradedBy = strings.Join(masqBy, ", ")
+		}
 	case len(missing) > 0:
 		o.Verdict = behavior.Unknown
 		o.Reason = "goes on in " + strings.Join(missing, ", ") + ", whose rules the input does not show: its backends are not known"

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,6 +127,24 @@ func nodeIPs(node *corev1.Node, family corev1.IPFamily) []string {
 				out = append(out, n)
 			}
 		}
+	}
+	return out
+}
+
+// podCIDRs are the node's pod ranges of the family, masked (spec.podCIDRs,
+// else spec.podCIDR).
+func podCIDRs(node *corev1.Node, family corev1.IPFamily) []string {
+	cidrs := node.Spec.PodCIDRs
+	if len(cidrs) == 0 && node.Spec.PodCIDR != "" {
+		cidrs = []string{node.Spec.PodCIDR}
+	}
+	var out []string
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(c))
+		if err != nil || p.Addr().Is4() != (family == corev1.IPv4Protocol) {
+			continue
+		}
+		out = append(out, p.Masked().String())
 	}
 	return out
 }

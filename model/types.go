@@ -149,7 +149,9 @@ type NodeView struct {
 	Node    string
 	Family  string
 	NodeIPs []string
-	Zone    string
+	// PodCIDRs are the node's pod ranges of the family (spec.podCIDRs).
+	PodCIDRs []string
+	Zone     string
 	// Ports are sorted by (namespace, name, port name, protocol).
 	Ports []ServicePort
 	// Skipped are services the proxier ignores, sorted by Service.

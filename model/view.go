@@ -41,6 +41,7 @@ func BuildNodeViewWith(c *snapshot.Cluster, node, family string, topo Topology) 
 	for i := range c.Nodes {
 		if c.Nodes[i].Name == node {
 			v.NodeIPs = nodeIPs(&c.Nodes[i], fam)
+			v.PodCIDRs = podCIDRs(&c.Nodes[i], fam)
 			v.Zone = c.Nodes[i].Labels[corev1.LabelTopologyZone]
 			break
 		}

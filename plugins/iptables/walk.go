@@ -68,6 +68,9 @@ type rareState struct {
 	// virtual is the address the packet had when local input handed it
 	// over (an IPVS virtual server's), for -m ipvs.
 	virtual netip.AddrPort
+	// masqBy is the rule of another component than kube-proxy that
+	// masqueraded the packet (a CNI's chain in POSTROUTING).
+	masqBy string
 }
 
 // setRare is the branch's own copy of its rare state, to change.
@@ -385,6 +388,9 @@ func (s *state) finish() dataplane.Branch {
 		b.Redirect, b.Missing, b.Notes = r.redirect, r.missing, r.notes
 		b.MissingEndpoint = strings.HasPrefix(r.missing, PrefixSEP)
 		b.MissingAddr = r.missingAddr
+		if b.Masquerade {
+			b.MasqueradeBy = r.masqBy
+		}
 		// ClientIP affinity: the branch adds its source to a recent list
 		// that an rcheck earlier on the path consults.
 		for _, set := range r.recentSet {
@@ -579,6 +585,9 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		return s.one(flowVerdict)
 	case "MASQUERADE", "SNAT":
 		s.masq = true
+		if !ProxyChain(r.Chain) && !isBuiltinChain(r.Chain) {
+			s.setRare().masqBy = table + " " + r.Chain
+		}
 		return s.one(flowStop)
 	case "MARK":
 		w.mark(s, r)
