@@ -36,8 +36,10 @@ type cluster struct {
 	*lab.Lab
 	bin  string
 	pods map[string]*lab.Pod
-	// mode and version of the kube-proxy on every node.
+	// mode and version of the kube-proxy on every node, and the flags it
+	// is started with beyond the lab's.
 	mode, version string
+	proxyArgs     []string
 	// matrix is the matrix's EndpointSlices with the lab's addresses.
 	matrix []matrixSlice
 }
@@ -140,6 +142,11 @@ func buildSvctrace(t *testing.T) string {
 // version ("" for the lab's default) on both nodes and applies every
 // Service of the matrix.
 func startMatrix(t *testing.T, mode, version string) *cluster {
+	return startMatrixArgs(t, mode, version, nil)
+}
+
+// startMatrixArgs is startMatrix with kube-proxy started with proxyArgs beyond the lab's flags.
+func startMatrixArgs(t *testing.T, mode, version string, proxyArgs []string) *cluster {
 	m, err := loadMatrix(matrixFile)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +155,7 @@ func startMatrix(t *testing.T, mode, version string) *cluster {
 	if version == "" {
 		version = l.ProxyVersion
 	}
-	c := &cluster{Lab: l, bin: buildSvctrace(t), pods: map[string]*lab.Pod{}, mode: mode, version: version}
+	c := &cluster{Lab: l, bin: buildSvctrace(t), pods: map[string]*lab.Pod{}, mode: mode, version: version, proxyArgs: proxyArgs}
 	for _, n := range []string{"node1", "node2"} {
 		if err := c.startProxy(n); err != nil {
 			t.Fatal(err)
@@ -273,5 +280,5 @@ func matchFindings(got, want []string) bool {
 }
 
 func (c *cluster) startProxy(node string) error {
-	return c.StartKubeProxyVersion(node, c.version, c.mode)
+	return c.StartKubeProxyVersion(node, c.version, c.mode, c.proxyArgs...)
 }

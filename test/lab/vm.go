@@ -322,9 +322,10 @@ func (v *VM) WaitSynced(ctx context.Context) error {
 
 // syncs is how many syncs the VM's kube-proxy has made (of its IPv4
 // rules), from its metrics; 0 before the first or while it does not
-// answer.
+// answer. Releases before v1.33 publish the count without the ip_family
+// label.
 func (v *VM) syncs(ctx context.Context) int {
-	out, err := v.Run(ctx, `wget -qO- http://127.0.0.1:10249/metrics | grep '^kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"}'`)
+	out, err := v.Run(ctx, `wget -qO- http://127.0.0.1:10249/metrics | grep -E '^kubeproxy_sync_proxy_rules_duration_seconds_count(\{ip_family="IPv4"\})? ' | head -1`)
 	if err != nil {
 		return 0
 	}
