@@ -25,6 +25,9 @@ type Release struct {
 	// Minor is the minor release whose model applies (1.Minor), within
 	// the window; 0 is the newest.
 	Minor int
+	// Patch is the patch release (1.Minor.Patch), -1 when not told (the
+	// latest patch release is assumed).
+	Patch int
 	// Told is kube-proxy's version as the input told it; "" when nothing
 	// told it.
 	Told string
@@ -37,11 +40,14 @@ type Release struct {
 // "v1.31.2-eks-7f9249a"): the release told, the nearest of the window for
 // one outside it, and the newest when no version is told.
 func For(version string) Release {
-	r := Release{Minor: Newest, Told: version}
+	r := Release{Minor: Newest, Patch: -1, Told: version}
 	if version == "" {
 		return r
 	}
 	minor, ok := Minor(version)
+	if p, ok := Patch(version); ok && minor >= Oldest && minor <= Newest {
+		r.Patch = p
+	}
 	switch {
 	case !ok:
 		r.Outside = fmt.Sprintf("kube-proxy version %q is not a v1 version svctrace reads: analysed as v1.%d, the newest release it is proven against", version, Newest)
@@ -74,6 +80,25 @@ func Minor(version string) (minor int, ok bool) {
 
 // Span names the releases lo to hi: "v1.30 to v1.37".
 func Span(lo, hi int) string { return fmt.Sprintf("v1.%d to v1.%d", lo, hi) }
+
+// Patch reads the patch release off a kube-proxy version: "v1.33.4",
+// "v1.30.4+k3s1" and "v1.31.2-eks-1" give 4, 4 and 2; ok false for "1.33"
+// or what is not a v1 version.
+func Patch(version string) (patch int, ok bool) {
+	if _, ok := Minor(version); !ok {
+		return 0, false
+	}
+	f := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(version), "v"), ".", 3)
+	if len(f) < 3 {
+		return 0, false
+	}
+	end := 0
+	for end < len(f[2]) && f[2][end] >= '0' && f[2][end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(f[2][:end])
+	return n, err == nil
+}
 
 // Known says a version was told: the model is the node's own release (or
 // the nearest one, when Outside).
@@ -108,7 +133,12 @@ func (r Release) NodeHints() bool { return r.minor() >= 34 }
 // Services without endpoints sees a connection from the node itself with
 // its Service address: one to an external IP or load balancer IP of a
 // Service whose externalTrafficPolicy is Local and which has no endpoint
-// on the node is dropped there. From v1.33 that chain runs after DNAT, and
+// on the node is dropped there. From v1.33.6 that chain runs after DNAT, and
 // the connection is short-circuited to the cluster's endpoints, as in
 // iptables mode.
-func (r Release) NFTablesChecksEndpointsBeforeDNAT() bool { return r.minor() < 33 }
+//
+// The fix (kubernetes#132456, in v1.34.0) was backported to v1.33.6:
+// v1.33.0 to v1.33.5 still drop.
+func (r Release) NFTablesChecksEndpointsBeforeDNAT() bool {
+	return r.minor() < 33 || r.minor() == 33 && r.Patch >= 0 && r.Patch < 6
+}

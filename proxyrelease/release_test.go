@@ -5,6 +5,18 @@ import (
 	"testing"
 )
 
+func TestPatch(t *testing.T) {
+	for v, want := range map[string]int{"v1.33.4": 4, "v1.30.4+k3s1": 4, "v1.31.2-eks-7f9249a": 2, "v1.30.5-gke.1014001": 5, "1.33": -1, "latest": -1} {
+		got, ok := Patch(v)
+		if !ok {
+			got = -1
+		}
+		if got != want {
+			t.Errorf("Patch(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
+
 func TestFor(t *testing.T) {
 	for _, c := range []struct {
 		version string
@@ -40,7 +52,7 @@ func TestFor(t *testing.T) {
 // that changed it (docs/kube-proxy-releases.md).
 func TestBehaviours(t *testing.T) {
 	for minor := Oldest; minor <= Newest; minor++ {
-		r := Release{Minor: minor}
+		r := Release{Minor: minor, Patch: -1}
 		if got, want := r.ZoneHintsNeedAnnotation(), minor == 30; got != want {
 			t.Errorf("v1.%d: ZoneHintsNeedAnnotation %v, want %v", minor, got, want)
 		}
@@ -56,6 +68,12 @@ func TestBehaviours(t *testing.T) {
 	}
 	if got := For("v1.38.1").String(); got != "v1.37" {
 		t.Errorf("a release after the window is analysed as %s, want v1.37", got)
+	}
+	// The pre-DNAT drop was fixed in v1.33.6 (a backport).
+	for v, want := range map[string]bool{"v1.33.5": true, "v1.33.6": false, "v1.33.13": false, "1.33": false, "v1.32.13": true} {
+		if got := For(v).NFTablesChecksEndpointsBeforeDNAT(); got != want {
+			t.Errorf("%s: NFTablesChecksEndpointsBeforeDNAT %v, want %v", v, got, want)
+		}
 	}
 	if got := Span(30, 37); got != "v1.30 to v1.37" {
 		t.Errorf("Span = %q", got)

@@ -69,9 +69,15 @@ func TestReconcileRulesErrors(t *testing.T) {
 		}
 	}
 	ipvsSnap := "../../examples/lab-ipvs-v1.36.3.snapshot.yaml"
-	_, stderr, code := run(t, "reconcile", "rules", "--snapshot", ipvsSnap, "--kube-proxy-version", "v1.32.1")
-	if code != exitError || !strings.Contains(stderr, "svctrace renders the ipvs layout of v1.33 to v1.36") {
-		t.Errorf("ipvs snapshot, v1.32: exit %d:\n%s", code, stderr)
+	_, stderr, code := run(t, "reconcile", "rules", "--snapshot", ipvsSnap, "--kube-proxy-version", "v1.29.1")
+	if code != exitError || !strings.Contains(stderr, "svctrace renders the ipvs layout of v1.30 to v1.37") {
+		t.Errorf("ipvs snapshot, v1.29: exit %d:\n%s", code, stderr)
+	}
+	// v1.33.0 to v1.33.5 hook nftables mode's filter chains otherwise than the v1.33.6 svctrace renders.
+	nftSnap := "../../examples/lab-nftables-v1.33.13.snapshot.yaml"
+	_, stderr, code = run(t, "reconcile", "rules", "--snapshot", nftSnap, "--node", "node1", "--kube-proxy-version", "v1.33.4")
+	if code != exitError || !strings.Contains(stderr, "v1.33.6 and later patch releases") {
+		t.Errorf("nftables snapshot, v1.33.4: exit %d:\n%s", code, stderr)
 	}
 	// Without the ipsets, a plan in ipvs mode would be a guess.
 	data, err := os.ReadFile(ipvsSnap)

@@ -284,14 +284,21 @@ func (p *Plane) shownNote() string {
 	return fmt.Sprintf("only %s were given, not the IPVS table: %s; the virtual servers (ipvsadm -Ln) are needed for ports, backends, shares and affinity", strings.Join(given, " and "), what)
 }
 
-// kubeProxys says whether the sets hold one of kube-proxy's (KUBE-…).
+// kubeProxys says whether the sets hold one of kube-proxy's: one of ipvs
+// mode's names, or its IPv6 proxier's (KUBE-6-…); kube-router's network
+// policy sets (KUBE-SRC-…, KUBE-DST-…, on k3s) share only the prefix.
 func (s *IPSets) kubeProxys() bool {
 	if s == nil {
 		return false
 	}
 	for name := range s.Sets {
-		if strings.HasPrefix(name, "KUBE-") {
-			return true
+		name = strings.Replace(name, "KUBE-6-", "KUBE-", 1)
+		for _, k := range setKinds {
+			if name == k.name || strings.HasPrefix(k.name, name) && len(name) == 31 {
+				// An IPv6 name kube-proxy truncated to ipset's 31
+				// characters.
+				return true
+			}
 		}
 	}
 	return false

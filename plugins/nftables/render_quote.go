@@ -10,16 +10,26 @@ import (
 // pod; isLocal of traffic that is.
 func (r *renderer) notLocal() []string {
 	if r.s.LocalIface != "" {
-		return []string{"iifname !=", r.quote(r.s.LocalIface)}
+		return []string{r.ifaceMatch() + " !=", r.quote(r.s.LocalIface)}
 	}
 	return []string{r.ipX, "saddr !=", r.s.LocalCIDR}
 }
 
 func (r *renderer) isLocal() []string {
 	if r.s.LocalIface != "" {
-		return []string{"iifname", r.quote(r.s.LocalIface)}
+		return []string{r.ifaceMatch(), r.quote(r.s.LocalIface)}
 	}
 	return []string{r.ipX, "saddr", r.s.LocalCIDR}
+}
+
+// ifaceMatch is how the local-traffic detector matches an interface:
+// v1.31 and v1.32 by its index (iif), later releases by its name
+// (iifname).
+func (r *renderer) ifaceMatch() string {
+	if r.s.beta() {
+		return "iif"
+	}
+	return "iifname"
 }
 
 // checkName refuses an object name nft would not read as one word:

@@ -52,6 +52,11 @@ func addr(ip string) string {
 // syncProxyRules does in a full sync.
 func (r *renderer) servicePort(p *model.ServicePort) {
 	proto, spn := p.ProtoLower(), p.SPN()
+	if len(spn) > commentMax {
+		// nft takes no longer comment: v1.37 cuts it (before, the
+		// transaction failed and kube-proxy could not sync).
+		spn = spn[:commentMax]
+	}
 	port := strconv.Itoa(int(p.Port))
 	base := ServiceChainBase(p)
 	clusterChain, localChain := prefixService+base, prefixLocal+base
@@ -259,6 +264,9 @@ func (r *renderer) affinitySet(epBase string, timeout int32) {
 	r.l.Sets[prefixAffinity+epBase] = &LayoutSet{KeyType: []string{r.addrType}, Flags: []string{"timeout"},
 		Timeout: int64(timeout), Size: 65535}
 }
+
+// commentMax is the longest comment nft takes, in bytes.
+const commentMax = 128
 
 // dnats writes a policy chain without affinity: one DNAT through a
 // random number map to the endpoints, or from v1.37 straight to the

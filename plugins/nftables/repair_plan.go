@@ -26,6 +26,11 @@ func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool,
 	if !ok || minor < layoutOldest || minor > layoutNewest {
 		return nil, false, fmt.Errorf("kube-proxy %s: svctrace renders the nftables layouts of %s, and a release outside them may lay its table out otherwise", in.Version, proxyrelease.Span(layoutOldest, layoutNewest))
 	}
+	if patch, ok := proxyrelease.Patch(in.Version); ok && minor == 33 && patch < 6 {
+		// v1.33.6 took in the base chains of v1.34 (kubernetes#133969);
+		// svctrace renders v1.33.6 and later, checked against v1.33.13.
+		return nil, false, fmt.Errorf("kube-proxy %s: svctrace renders the nftables layout of v1.33.6 and later patch releases of v1.33, whose base chains v1.33.0 to v1.33.5 do not have", in.Version)
+	}
 	var dump *snapshot.Dump
 	for i := range in.State.Dumps {
 		if in.State.Dumps[i].Collector == snapshot.CollectorNFTJSON {
