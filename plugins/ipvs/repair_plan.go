@@ -12,9 +12,11 @@ import (
 
 var _ dataplane.RepairPlanner = Loader{}
 
-// The kube-proxy releases whose ipvs state the render programs: v1.33 to
-// v1.36 program the same, as the lab's VM node showed.
-const layoutOldest, layoutNewest = 33, 36
+// The kube-proxy releases whose ipvs state the render programs: the lab's
+// VM node runs v1.30.14, v1.36.3 and v1.37.2 (TestReleasesIPVS,
+// TestReconcileIPVS), which program the same; the releases between are
+// taken to.
+const layoutOldest, layoutNewest = 30, 37
 
 // checkVersion refuses a kube-proxy whose ipvs layout the render does not
 // know.

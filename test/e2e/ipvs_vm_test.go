@@ -567,7 +567,13 @@ func norm(s string) string {
 // starts the VM node vm1 with svctrace and labnet in it.
 func startIPVSVM(ctx context.Context, t *testing.T) (*lab.Lab, *lab.VM) {
 	t.Helper()
-	l := lab.Start(t, lab.Options{Nodes: 1})
+	return startIPVSVMVersion(ctx, t, "")
+}
+
+// startIPVSVMVersion is startIPVSVM with the kube-proxy of a release ("": the lab's).
+func startIPVSVMVersion(ctx context.Context, t *testing.T, version string) (*lab.Lab, *lab.VM) {
+	t.Helper()
+	l := lab.Start(t, lab.Options{Nodes: 1, ProxyVersion: version})
 	l.Apply(t, ipvsServices)
 	// svctrace goes in the VM too, built without cgo (the VM has no libc
 	// of its own but the tools').

@@ -3,12 +3,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // release is one kube-proxy release of svctrace's window and what the lab
@@ -134,6 +136,36 @@ func quickPass(t *testing.T, version string, modes []string) {
 			}
 			c.relabelZones(t, "node1")
 			waitDrift(t, c, "node1", nil)
+		})
+	}
+}
+
+// TestReleasesIPVS runs the oldest and the newest release of the window in
+// ipvs mode on the lab's VM node (the host's kernel has no IPVS), with the
+// IPVS matrix's Services: drift finds nothing, and a repair in the
+// release's layout changes nothing.
+func TestReleasesIPVS(t *testing.T) {
+	rs := releasesWanted(t)
+	ends := []string{rs[0].version}
+	if len(rs) > 1 {
+		ends = append(ends, rs[len(rs)-1].version)
+	}
+	for _, v := range ends {
+		t.Run(v, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			_, vm := startIPVSVMVersion(ctx, t, v)
+			vmPodNet(ctx, t, vm)
+			if err := vm.StartKubeProxy(ctx, "ipvs"); err != nil {
+				t.Fatal(err)
+			}
+			sh := vmShell{ctx: ctx, t: t, vm: vm}
+			if out, code := sh.svctrace("drift --local --node vm1 --kube-proxy-version " + v); code != 0 {
+				t.Errorf("drift under kube-proxy %s: exit %d:\n%s", v, code, out)
+			}
+			if out, code := sh.svctrace("reconcile rules --local --node vm1 --kube-proxy-version " + v); code != 0 || !strings.Contains(out, "IPv4 (legacy backend): 0 changes") {
+				t.Errorf("repair under kube-proxy %s: exit %d:\n%s", v, code, out)
+			}
 		})
 	}
 }
