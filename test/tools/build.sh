@@ -81,6 +81,18 @@ exec 9>"$out/.build.lock"
 if command -v flock >/dev/null; then
 	log "waiting for lock $out/.build.lock"
 	flock 9
+	# Another build.sh may have built some while this one waited.
+	left=()
+	for c in "${need[@]}"; do
+		if [[ ! -x "$out/$c" || "${SVCTRACE_LAB_FORCE:-}" == 1 || -n $gen_only ]]; then
+			left+=("$c")
+		fi
+	done
+	need=("${left[@]}")
+	if [[ ${#need[@]} -eq 0 && -z $gen_only ]]; then
+		log "built meanwhile: nothing to build for $version"
+		exit 0
+	fi
 fi
 
 # staging_for MODULE: the version of a staging module the build uses: the release's own,
