@@ -82,18 +82,7 @@ func TestK3sStyleNode(t *testing.T) {
 	}
 	for _, mode := range []string{"iptables", "nftables"} {
 		if mode != c.mode {
-			for _, n := range nodes {
-				if err := c.StopKubeProxy(n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c.mode = mode
-			for _, n := range nodes {
-				if err := c.startProxy(n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c.relabelZones(t, nodes...)
+			c.switchMode(t, mode)
 		}
 		t.Run(mode, func(t *testing.T) {
 			for _, n := range nodes {

@@ -97,18 +97,7 @@ func quickPass(t *testing.T, version string, modes []string) {
 	nodes := []string{"node1", "node2"}
 	for i, mode := range modes {
 		if i > 0 {
-			for _, n := range nodes {
-				if err := c.StopKubeProxy(n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c.mode = mode
-			for _, n := range nodes {
-				if err := c.startProxy(n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c.relabelZones(t, nodes...)
+			c.switchMode(t, mode)
 		}
 		t.Run(mode, func(t *testing.T) {
 			t.Run("healthy", func(t *testing.T) {
@@ -168,4 +157,24 @@ func TestReleasesIPVS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// switchMode moves both nodes to kube-proxy in another mode, as an operator does (stop,
+// start with the other mode), over what the first left; the nodes are relabelled after, so
+// that a check is about the switch, not about kube-proxy's zone race (see TestModeSwitch).
+func (c *cluster) switchMode(t *testing.T, mode string) {
+	t.Helper()
+	nodes := []string{"node1", "node2"}
+	for _, n := range nodes {
+		if err := c.StopKubeProxy(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mode = mode
+	for _, n := range nodes {
+		if err := c.startProxy(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.relabelZones(t, nodes...)
 }
