@@ -111,31 +111,49 @@ func listEndpoints(ctx context.Context, cs kubernetes.Interface, namespace strin
 // ConfigMap in kube-system (as kubeadm writes it), if it exists and may be
 // read.
 func ProxyConfigFromAPI(ctx context.Context, cs kubernetes.Interface) (snapshot.ProxyConfig, string, error) {
-	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return snapshot.ProxyConfig{}, "no kube-proxy ConfigMap in kube-system: kube-proxy settings are inferred from the rules", nil
+	// kubeadm, kind and AKS keep it in kube-proxy (config.conf); EKS's
+	// add-on in kube-proxy-config (config), its kube-proxy ConfigMap
+	// holding only a kubeconfig. k3s and RKE2 have none: their kube-proxy
+	// takes flags.
+	note := "no kube-proxy ConfigMap in kube-system (kube-proxy, or EKS's kube-proxy-config): kube-proxy settings are inferred from the rules"
+	for _, name := range []string{"kube-proxy", "kube-proxy-config"} {
+		cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if apierrors.IsForbidden(err) {
+			return snapshot.ProxyConfig{}, "cannot read the kube-proxy ConfigMap (forbidden): kube-proxy settings are inferred from the rules", nil
+		}
+		if err != nil {
+			return snapshot.ProxyConfig{}, "", fmt.Errorf("reading configmap kube-system/%s: %w", name, err)
+		}
+		pc, found, err := proxyConfigFromConfigMap(cm)
+		if err != nil || found {
+			return pc, "", err
+		}
+		note = fmt.Sprintf("the ConfigMap kube-system/%s holds no KubeProxyConfiguration (config.conf, config): kube-proxy settings are inferred from the rules", name)
 	}
-	if apierrors.IsForbidden(err) {
-		return snapshot.ProxyConfig{}, "cannot read the kube-proxy ConfigMap (forbidden): kube-proxy settings are inferred from the rules", nil
-	}
-	if err != nil {
-		return snapshot.ProxyConfig{}, "", fmt.Errorf("reading configmap kube-system/kube-proxy: %w", err)
-	}
-	return proxyConfigFromConfigMap(cm)
+	return snapshot.ProxyConfig{}, note, nil
 }
 
-func proxyConfigFromConfigMap(cm *corev1.ConfigMap) (snapshot.ProxyConfig, string, error) {
-	for _, key := range []string{"config.conf", "config.yaml", "kube-proxy.conf"} {
+// configMapKeys are the keys a ConfigMap holds kube-proxy's configuration
+// under: kubeadm's config.conf, EKS's config, and others seen in the wild.
+var configMapKeys = []string{"config.conf", "config.yaml", "kube-proxy.conf", "config"}
+
+// proxyConfigFromConfigMap reads the KubeProxyConfiguration a ConfigMap
+// holds; found false when it holds none.
+func proxyConfigFromConfigMap(cm *corev1.ConfigMap) (pc snapshot.ProxyConfig, found bool, err error) {
+	for _, key := range configMapKeys {
 		if data, ok := cm.Data[key]; ok {
 			pc, err := ParseKubeProxyConfiguration([]byte(data))
 			if err != nil {
-				return snapshot.ProxyConfig{}, "", fmt.Errorf("configmap kube-system/kube-proxy key %s: %w", key, err)
+				return snapshot.ProxyConfig{}, true, fmt.Errorf("configmap kube-system/%s key %s: %w", cm.Name, key, err)
 			}
 			pc.Source = "configmap"
-			return pc, "", nil
+			return pc, true, nil
 		}
 	}
-	return snapshot.ProxyConfig{}, "the kube-proxy ConfigMap has no config.conf: kube-proxy settings are inferred from the rules", nil
+	return snapshot.ProxyConfig{}, false, nil
 }
 
 // ParseKubeProxyConfiguration reads the fields svctrace needs from a

@@ -154,11 +154,11 @@ func configMapConfig(ctx context.Context, cs kubernetes.Interface, ns, name, key
 		return snapshot.ProxyConfig{}, "", "", fmt.Errorf("reading %s: %w", what, err)
 	}
 	if key == "" {
-		pc, note, err := proxyConfigFromConfigMap(cm)
+		pc, found, err := proxyConfigFromConfigMap(cm)
 		if err != nil {
 			return pc, "", what + " does not hold a KubeProxyConfiguration svctrace can read", nil
 		}
-		if note != "" {
+		if !found {
 			return pc, "", what + " has no KubeProxyConfiguration key", nil
 		}
 		return pc, configMapKey(cm), "", nil
@@ -176,7 +176,7 @@ func configMapConfig(ctx context.Context, cs kubernetes.Interface, ns, name, key
 
 // configMapKey is the key proxyConfigFromConfigMap reads.
 func configMapKey(cm *corev1.ConfigMap) string {
-	for _, k := range []string{"config.conf", "config.yaml", "kube-proxy.conf"} {
+	for _, k := range configMapKeys {
 		if _, ok := cm.Data[k]; ok {
 			return k
 		}
