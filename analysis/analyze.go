@@ -257,7 +257,7 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 		a.View = m.view
 		a.Notes = append(a.Notes, m.view.Notes...)
 	}
-	a.Notes = append(a.Notes, releaseNotes(a.Release, m.view)...)
+	a.Notes = append(a.Notes, releaseNotes(a.Release, m.view, a.Config.Mode)...)
 	a.NodeIPs = nodeIPs(a.View, ns, family)
 	a.LocalAddrs = localAddrs(a.NodeIPs, ns.Addresses, family)
 	cidrs := behavior.ParsePrefixes(a.Config.ClusterCIDRs)

@@ -76,25 +76,41 @@ func topologyOf(r proxyrelease.Release) model.Topology {
 // nearest model for a version outside the window, always; the newest for
 // an unknown version, where the view has a Service whose endpoints another
 // release would pick otherwise.
-func releaseNotes(r proxyrelease.Release, v *model.NodeView) []string {
+func releaseNotes(r proxyrelease.Release, v *model.NodeView, mode string) []string {
 	if r.Outside != "" {
 		return []string{r.Outside}
 	}
 	if r.Known() || v == nil {
 		return nil
 	}
-	var svcs []string
+	var hinted, dropped []string
+	add := func(list []string, name string) []string {
+		if len(list) == 0 || list[len(list)-1] != name {
+			list = append(list, name)
+		}
+		return list
+	}
 	for i := range v.Ports {
 		p := &v.Ports[i]
-		if name := p.Namespace + "/" + p.Name; p.TopologyByRelease && (len(svcs) == 0 || svcs[len(svcs)-1] != name) {
-			svcs = append(svcs, name)
+		name := p.Namespace + "/" + p.Name
+		if p.TopologyByRelease {
+			hinted = add(hinted, name)
+		}
+		if mode == "nftables" && p.ExternalPolicyLocal && len(p.LocalEndpoints) == 0 && p.HasAnyEndpoints &&
+			(len(p.ExternalIPs) > 0 || len(p.LoadBalancerIPs) > 0) {
+			dropped = add(dropped, name)
 		}
 	}
-	if len(svcs) == 0 {
-		return nil
+	var notes []string
+	if len(hinted) > 0 {
+		notes = append(notes, fmt.Sprintf("kube-proxy's version is not known: the topology hints of %s are read as %s does (v1.30 uses zone hints only with the topology-mode annotation, v1.33 and older ignore node hints); give --kube-proxy-version if the node runs an older release",
+			listSome(hinted, 3), r))
 	}
-	return []string{fmt.Sprintf("kube-proxy's version is not known: the topology hints of %s are read as %s does (v1.30 uses zone hints only with the topology-mode annotation, v1.33 and older ignore node hints); give --kube-proxy-version if the node runs an older release",
-		listSome(svcs, 3), r)}
+	if len(dropped) > 0 {
+		notes = append(notes, fmt.Sprintf("kube-proxy's version is not known: the node's own connections to the external and load balancer IPs of %s (Local policy, no endpoint on the node) are expected to reach the cluster's endpoints, as from v1.33.6 on; v1.31 to v1.33.5 drop them; give --kube-proxy-version if the node runs an older release",
+			listSome(dropped, 3)))
+	}
+	return notes
 }
 
 // listSome joins the first n names, counting the rest.

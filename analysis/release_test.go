@@ -44,7 +44,9 @@ func TestProxyVersion(t *testing.T) {
 }
 
 // TestReleaseNotes: a version outside the window is always noted; an
-// unknown one only where a Service's endpoints depend on the release.
+// unknown one only where a Service's endpoints depend on the release, or
+// in nftables mode where the node's own connections to a Local policy
+// Service without local endpoints do.
 func TestReleaseNotes(t *testing.T) {
 	hinted := &model.NodeView{Ports: []model.ServicePort{
 		{Namespace: "default", Name: "zoned", PortName: "http", TopologyByRelease: true},
@@ -64,7 +66,7 @@ func TestReleaseNotes(t *testing.T) {
 		{"older", "v1.29.2", plain, "kube-proxy v1.29.2 is older than the releases svctrace is proven against (v1.30 to v1.37): analysed as v1.30"},
 		{"newer", "v1.38.0", plain, "kube-proxy v1.38.0 is newer than the releases svctrace is proven against (v1.30 to v1.37): analysed as v1.37"},
 	} {
-		notes := releaseNotes(proxyrelease.For(c.version), c.view)
+		notes := releaseNotes(proxyrelease.For(c.version), c.view, "iptables")
 		if c.want == "" {
 			if len(notes) > 0 {
 				t.Errorf("%s: notes %q, want none", c.name, notes)
@@ -74,5 +76,18 @@ func TestReleaseNotes(t *testing.T) {
 		if len(notes) != 1 || !strings.HasPrefix(notes[0], c.want) {
 			t.Errorf("%s: notes %q, want one starting %q", c.name, notes, c.want)
 		}
+	}
+}
+
+func TestReleaseNotesNFTables(t *testing.T) {
+	v := &model.NodeView{Ports: []model.ServicePort{{Namespace: "default", Name: "lb", PortName: "http", ExternalPolicyLocal: true,
+		ExternallyAccessible: true, HasAnyEndpoints: true, LoadBalancerIPs: []string{"198.51.100.60"}}}}
+	for mode, want := range map[string]int{"nftables": 1, "iptables": 0} {
+		if notes := releaseNotes(proxyrelease.For(""), v, mode); len(notes) != want || want == 1 && !strings.Contains(notes[0], "default/lb") {
+			t.Errorf("%s: notes %q, want %d naming default/lb", mode, notes, want)
+		}
+	}
+	if notes := releaseNotes(proxyrelease.For("v1.32.13"), v, "nftables"); len(notes) != 0 {
+		t.Errorf("a known release: notes %q", notes)
 	}
 }
