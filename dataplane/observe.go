@@ -315,7 +315,7 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 			// One endpoint's chain: a backend, at an address not shown.
 			addBackend(MissingLabel(b.Missing, b.MissingAddr), b)
 			if b.Masquerade {
-				masq = true
+				masq, byProxy = true, true
 			}
 		case b.Missing != "":
 			if !slices.Contains(missing, b.Missing) {
