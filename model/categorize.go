@@ -58,9 +58,10 @@ func categorize(eps []Endpoint, usesCluster, usesLocal bool, node, zone string, 
 		return r
 	}
 	if usesCluster {
-		r.topologyMode = topologyModeFromHints(eps, node, zone, topo.rulesFor(annotated))
+		hints := readHints(eps, node, zone)
+		r.topologyMode = hints.mode(topo.rulesFor(annotated))
 		for _, other := range windowTopologies() {
-			if topologyModeFromHints(eps, node, zone, other.rulesFor(annotated)) != r.topologyMode {
+			if hints.mode(other.rulesFor(annotated)) != r.topologyMode {
 				r.otherRelease = true
 			}
 		}
@@ -100,36 +101,46 @@ func servingTerminating(ep Endpoint) bool {
 	return ep.Serving && ep.Terminating
 }
 
-// topologyModeFromHints decides from the hints of Ready endpoints, as the
-// rules allow: PreferSameNode if every one has node hints and one names
-// this node, else PreferSameZone if every one has zone hints and one names
-// this node's zone, else no topology.
-func topologyModeFromHints(eps []Endpoint, node, zone string, rules topologyRules) string {
-	hasReady := false
-	allNode, forNode := true, false
-	allZone, forZone := true, false
+// hintFacts are what the hints of a port's Ready endpoints say for one
+// node, whichever release reads them.
+type hintFacts struct {
+	hasReady, allNode, forNode, allZone, forZone bool
+}
+
+// readHints reads the hints of the Ready endpoints once, for every
+// release's reading of them (see mode).
+func readHints(eps []Endpoint, node, zone string) hintFacts {
+	h := hintFacts{allNode: true, allZone: true}
 	for _, ep := range eps {
 		if !ep.Ready {
 			continue
 		}
-		hasReady = true
+		h.hasReady = true
 		if len(ep.HintNodes) == 0 {
-			allNode = false
+			h.allNode = false
 		} else if slices.Contains(ep.HintNodes, node) {
-			forNode = true
+			h.forNode = true
 		}
 		if len(ep.HintZones) == 0 {
-			allZone = false
+			h.allZone = false
 		} else if slices.Contains(ep.HintZones, zone) {
-			forZone = true
+			h.forZone = true
 		}
 	}
+	return h
+}
+
+// mode decides from the hints, as the rules allow: PreferSameNode if
+// every Ready endpoint has node hints and one names this node, else
+// PreferSameZone if every one has zone hints and one names this node's
+// zone, else no topology.
+func (h hintFacts) mode(rules topologyRules) string {
 	switch {
-	case !hasReady:
+	case !h.hasReady:
 		return TopologyNone
-	case rules.node && allNode && forNode:
+	case rules.node && h.allNode && h.forNode:
 		return TopologyPreferSameNode
-	case rules.zone && allZone && forZone:
+	case rules.zone && h.allZone && h.forZone:
 		return TopologyPreferSameZone
 	}
 	return TopologyNone
