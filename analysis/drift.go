@@ -49,10 +49,11 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
 	var seen []NodeFindings
 	for _, n := range nodes {
+		// AnalyzeWith uses the node's prepared view if it fits the
+		// node's release, and builds its own if not.
 		opts := Options{Lean: true}
-		topo := topologyOf(nodeRelease(s, n))
 		for _, m := range o.Models {
-			if m.fits(s.Cluster, n, o.Family, topo, opts) {
+			if m.of(s.Cluster, n, o.Family) {
 				opts.Model = m
 			}
 		}

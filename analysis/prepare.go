@@ -37,7 +37,13 @@ func PrepareModel(c *snapshot.Cluster, node, family, version string) *Model {
 // for a release that reads topology hints by topo, would build; a narrowed
 // analysis builds its own, of one Service.
 func (m *Model) fits(c *snapshot.Cluster, node, family string, topo model.Topology, o Options) bool {
-	return m != nil && m.cluster == c && m.node == node && m.family == family && m.topo == topo && o.Service == nil
+	return m.of(c, node, family) && m.topo == topo && o.Service == nil
+}
+
+// of reports whether m was prepared for node and family on c, whatever the
+// release it read them as (fits tells whether it serves an analysis).
+func (m *Model) of(c *snapshot.Cluster, node, family string) bool {
+	return m != nil && m.cluster == c && m.node == node && m.family == family
 }
 
 // wait is the view, once built.
