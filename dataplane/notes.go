@@ -29,9 +29,14 @@ func (n *Notes) Add(format string, args ...any) {
 // they act on nothing. Both planes that can read them (iptables-save, and
 // nft for the nf_tables backend) say it in these words, once.
 func InertLeftoverNote(backend, table string, chains []string) string {
-	names := slices.Sorted(slices.Values(chains))
-	if len(names) > 8 {
-		names = append(names[:8], fmt.Sprintf("... %d more", len(chains)-8))
-	}
+	names := ShortList(slices.Sorted(slices.Values(chains)), 8)
 	return fmt.Sprintf("iptables (%s backend) table %s still holds kube-proxy chains of iptables mode that no packet enters (%s): nothing leads to them, so they act on nothing and are not reported", backend, table, strings.Join(names, ", "))
+}
+
+// ShortList is the first n names, and a count of the rest.
+func ShortList(names []string, n int) []string {
+	if len(names) <= n {
+		return names
+	}
+	return append(slices.Clip(names[:n]), fmt.Sprintf("... %d more", len(names)-n))
 }

@@ -320,9 +320,6 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) (out []behavio
 		var chains, idle []string
 		rules, acting := 0, false
 		var enters map[string]bool
-		if rs.Excerpt == "" {
-			enters = entered(t)
-		}
 		for _, c := range t.chains() {
 			if activeMode == "ipvs" && slices.Contains(ipvsModeChains[tname], c.Name) {
 				continue
@@ -330,6 +327,9 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) (out []behavio
 			if cname := c.Name; ProxyChain(cname) && !kubeletChain(cname) {
 				chains = append(chains, cname)
 				rules += c.Len()
+				if enters == nil && rs.Excerpt == "" {
+					enters = entered(t)
+				}
 				if enters == nil || enters[cname] {
 					acting = true
 				} else {
@@ -348,19 +348,11 @@ func ModeLeftovers(rs *Ruleset, node, backend, activeMode string) (out []behavio
 			Type: behavior.LeftoverRules, Node: node,
 			Expected: "no kube-proxy chains in iptables",
 			Observed: fmt.Sprintf("iptables (%s) table %s: %d KUBE chains with %d rules", backend, tname, len(chains), rules),
-			Rules:    shortList(chains, 8),
+			Rules:    dataplane.ShortList(chains, 8),
 			Message:  fmt.Sprintf("kube-proxy runs in %s mode, but iptables (%s backend) still holds its chains in table %s: leftovers of iptables mode, which still act on packets", activeMode, backend, tname),
 		})
 	}
 	return out, inert
-}
-
-// shortList is the first n names, and a count of the rest.
-func shortList(names []string, n int) []string {
-	if len(names) <= n {
-		return names
-	}
-	return append(append([]string(nil), names[:n]...), fmt.Sprintf("... %d more", len(names)-n))
 }
 
 // entered are the chains of t a packet can enter: the built-in chains, and

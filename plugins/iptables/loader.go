@@ -181,33 +181,40 @@ func pickRuleset(m map[string]*Ruleset) *Ruleset {
 // Leftovers reports kube-proxy's chains in every backend while kube-proxy
 // runs in another mode.
 func (p *Plane) Leftovers(node, activeMode string) []behavior.Finding {
-	if activeMode == p.Mode() {
-		return nil
-	}
-	var out []behavior.Finding
-	for _, backend := range []string{"nf_tables", "legacy", "unknown"} {
-		if rs := p.Backends[backend]; rs != nil {
-			fs, _ := ModeLeftovers(rs, node, backend, activeMode)
-			out = append(out, fs...)
-		}
-	}
-	return out
+	return p.modeLeftovers(node, activeMode).findings
 }
 
 // InertLeftovers names kube-proxy's chains of iptables mode that no packet
 // enters, left while kube-proxy runs in another mode: they act on nothing.
 func (p *Plane) InertLeftovers(node, activeMode string) []string {
+	return p.modeLeftovers(node, activeMode).inert
+}
+
+// modeLeftovers is ModeLeftovers over every backend, worked out once for a
+// node and mode.
+func (p *Plane) modeLeftovers(node, activeMode string) leftovers {
 	if activeMode == p.Mode() {
-		return nil
+		return leftovers{}
 	}
-	var out []string
+	p.leftMu.Lock()
+	defer p.leftMu.Unlock()
+	key := [2]string{node, activeMode}
+	if l, ok := p.left[key]; ok {
+		return l
+	}
+	var l leftovers
 	for _, backend := range []string{"nf_tables", "legacy", "unknown"} {
 		if rs := p.Backends[backend]; rs != nil {
-			_, inert := ModeLeftovers(rs, node, backend, activeMode)
-			out = append(out, inert...)
+			fs, inert := ModeLeftovers(rs, node, backend, activeMode)
+			l.findings = append(l.findings, fs...)
+			l.inert = append(l.inert, inert...)
 		}
 	}
-	return out
+	if p.left == nil {
+		p.left = map[[2]string]leftovers{}
+	}
+	p.left[key] = l
+	return l
 }
 
 // Conflicts reports kube-proxy's chains in both the legacy and the

@@ -19,6 +19,17 @@ type Plane struct {
 	// Service again on a state read once.
 	frontends     []behavior.Frontend
 	frontendsOnce sync.Once
+	// left are the leftovers found for a mode and node (see
+	// modeLeftovers): an analysis asks for the findings and for the
+	// notes, and which planes hold more than the chosen one.
+	leftMu sync.Mutex
+	left   map[[2]string]leftovers
+}
+
+// leftovers are ModeLeftovers' answers over every backend.
+type leftovers struct {
+	findings []behavior.Finding
+	inert    []string
 }
 
 var _ dataplane.Plane = (*Plane)(nil)

@@ -98,10 +98,10 @@ func (t *Table) entered() map[string]bool {
 	for len(todo) > 0 {
 		c := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		targets := map[string]bool{}
+		targets, sets := map[string]bool{}, map[string]bool{}
 		for _, r := range c.rules() {
 			for _, st := range r.Stmts {
-				refs(st, targets, map[string]bool{})
+				refs(st, targets, sets)
 			}
 		}
 		for name := range targets {
