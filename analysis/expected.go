@@ -167,7 +167,7 @@ type expectRules struct {
 	masqAll, ipvs bool
 	// nodeDropsNoLocal: the node's own connections to an external IP or
 	// load balancer IP of a Service with a Local external policy and no
-	// endpoint on the node are dropped (nftables mode of v1.31 and v1.32
+	// endpoint on the node are dropped (nftables mode of v1.31 to v1.33.5
 	// checks for endpoints before it DNATs them).
 	nodeDropsNoLocal bool
 }
@@ -216,7 +216,7 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 		case !external:
 			o = internalOutcome(p, c, src, det, masqAll, local, memo)
 		case c == behavior.FromNode && rules.nodeDropsNoLocal && p.ExternalPolicyLocal && len(p.LocalEndpoints) == 0 && k.Kind != behavior.NodePort:
-			o = behavior.Outcome{Verdict: behavior.Drop, Reason: spn + " has no local endpoints (nftables mode of kube-proxy v1.31 and v1.32 checks the node's own connections for endpoints before DNAT)"}
+			o = behavior.Outcome{Verdict: behavior.Drop, Reason: spn + " has no local endpoints (nftables mode of kube-proxy v1.31 to v1.33.5 checks the node's own connections for endpoints before DNAT)"}
 		default:
 			o = externalOutcome(p, c, det.on(), local, memo)
 		}

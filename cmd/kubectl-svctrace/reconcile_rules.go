@@ -47,7 +47,7 @@ func newReconcileRulesCommand(streams genericiooptions.IOStreams) *cobra.Command
 		Long: `Render the complete state kube-proxy would program on the node in its mode
 (iptables, nftables or ipvs) for the Services and EndpointSlices of the API, in
 the layout of the kube-proxy version running there (iptables mode v1.30 to
-v1.37, nftables mode v1.31 to v1.37, ipvs mode v1.33 to v1.36), compare it
+v1.37, nftables mode v1.31 to v1.37, ipvs mode v1.30 to v1.37), compare it
 with kube-proxy's part of the kernel, and print the difference: each chain,
 virtual server or ipset to create, rewrite or delete, each rule, real server,
 set element or address to add or remove, and the drift findings each change
