@@ -37,8 +37,8 @@ func (t Topology) rulesFor(annotated bool) topologyRules {
 
 // windowTopologies are the readings of the releases svctrace models:
 // v1.30's, v1.31 to v1.33's, and the newest.
-func windowTopologies() []Topology {
-	return []Topology{{ZoneHintsNeedAnnotation: true}, {}, NewestTopology()}
+func windowTopologies() [3]Topology {
+	return [3]Topology{{ZoneHintsNeedAnnotation: true}, {}, NewestTopology()}
 }
 
 // categorize picks the endpoints a service port uses on a node, as
