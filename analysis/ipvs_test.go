@@ -49,6 +49,14 @@ func TestIPVSWeight0(t *testing.T) {
 	if len(fs) != 1 || fs[0].Type != behavior.Weight0ReadyEndpoint || fs[0].Endpoint != "10.244.1.11:8080" || fs[0].Service != "default/web:http" {
 		t.Errorf("a ready endpoint at weight 0: %+v", fs)
 	}
+	// kube-proxy drains an endpoint in every virtual server of its
+	// Service: one finding for the endpoint, naming both frontends.
+	fs = ipvsDrift(t, func(s string) string {
+		return strings.ReplaceAll(s, "  -> 10.244.1.30:8080             Masq    1 ", "  -> 10.244.1.30:8080             Masq    0 ")
+	})
+	if len(fs) != 1 || fs[0].Type != behavior.Weight0ReadyEndpoint || fs[0].Service != "default/np:http" || len(fs[0].Frontends) != 2 {
+		t.Errorf("a ready endpoint at weight 0 in both virtual servers of its Service: %+v", fs)
+	}
 	fs = ipvsDrift(t, func(s string) string {
 		return strings.Replace(s, ready, "  -> 10.244.1.99:8080             Masq    0      3          0\n"+ready, 1)
 	})

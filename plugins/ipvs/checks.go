@@ -77,9 +77,13 @@ var _ dataplane.Causer = (*Plane)(nil)
 // them. That is how kube-proxy drains an endpoint going away, and no
 // trouble; for an endpoint still ready it is Weight0ReadyEndpoint, the
 // cause of that endpoint getting no traffic (analysis keeps it only
-// there).
+// there). kube-proxy drains an endpoint in every virtual server of its
+// Service at once, so one cause names all the virtual servers where the
+// real server stands at weight 0: it then stands for the endpoint
+// missing from each of the Service's frontends.
 func (p *Plane) Causes(node string) []behavior.Finding {
 	var out []behavior.Finding
+	at := map[string]int{} // real server → its cause in out
 	for _, v := range p.table.Virtuals {
 		if v.Protocol == "" {
 			continue
@@ -89,11 +93,21 @@ func (p *Plane) Causes(node string) []behavior.Finding {
 			if r.Weight != 0 {
 				continue
 			}
+			real := r.Addr.String()
+			rules := []string{"ipvs " + v.String(), "ipvs " + v.Key() + " " + r.String()}
+			if i, ok := at[real]; ok {
+				f := &out[i]
+				f.Frontends = append(f.Frontends, key.String())
+				f.Rules = append(f.Rules, rules...)
+				f.Message = fmt.Sprintf("the real server %s has weight 0 in %d virtual servers, so no new connection reaches it, but its endpoint is ready: kube-proxy sets weight 0 on an endpoint that is going away, and resets it when it starts", real, len(f.Frontends))
+				continue
+			}
+			at[real] = len(out)
 			out = append(out, behavior.Finding{
-				Type: behavior.Weight0ReadyEndpoint, Node: node, Frontends: []string{key.String()}, Endpoint: r.Addr.String(),
+				Type: behavior.Weight0ReadyEndpoint, Node: node, Frontends: []string{key.String()}, Endpoint: real,
 				Expected: fmt.Sprintf("%s at weight 1", r.Addr), Observed: fmt.Sprintf("%s at weight 0", r.Addr),
-				Rules:   []string{"ipvs " + v.String(), "ipvs " + v.Key() + " " + r.String()},
-				Message: fmt.Sprintf("the real server %s of %s has weight 0, so no new connection reaches it, but its endpoint is ready: kube-proxy sets weight 0 on an endpoint that is going away, and resets it when it starts", r.Addr, v.Key()),
+				Rules:   rules,
+				Message: fmt.Sprintf("the real server %s of %s has weight 0, so no new connection reaches it, but its endpoint is ready: kube-proxy sets weight 0 on an endpoint that is going away, and resets it when it starts", real, v.Key()),
 			})
 		}
 	}
