@@ -15,7 +15,9 @@ import (
 // and KUBE-* chains of iptables-nft (another proxy mode's leftovers) next
 // to kube-proxy's table. mode is kube-proxy's configured mode ("" when
 // unknown); in iptables or ipvs mode kube-proxy's nftables table is the
-// leftover.
+// leftover. The tables of iptables-nft are left to the iptables plane
+// where the node's state holds their iptables-save dump: one finding for
+// one kernel table.
 func (p *Plane) Checks(node, mode string) []behavior.Finding {
 	var out []behavior.Finding
 	switch mode {
@@ -38,7 +40,7 @@ func (p *Plane) Checks(node, mode string) []behavior.Finding {
 		return out
 	}
 	for _, t := range p.tables {
-		if t == p.kp || t.Family != p.fam {
+		if t == p.kp || t.Family != p.fam || p.iptablesNFT {
 			continue
 		}
 		kube, acting := leftoverChains(t)
@@ -122,7 +124,7 @@ func (p *Plane) inertLeftovers() []string {
 	}
 	var out []string
 	for _, t := range p.tables {
-		if t == p.kp || t.Family != p.fam {
+		if t == p.kp || t.Family != p.fam || p.iptablesNFT {
 			continue
 		}
 		if kube, acting := leftoverChains(t); len(kube) > 0 && !acting {

@@ -52,7 +52,7 @@ func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane
 			p = pl
 		}
 	}
-	return p, nil
+	return withIptablesNFT(p, ns, family), nil
 }
 
 // Err is the error of the dump once a rule a narrow read decoded late

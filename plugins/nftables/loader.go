@@ -38,7 +38,26 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 			p = NewPlane(rs, family)
 		}
 	}
-	return p, nil
+	return withIptablesNFT(p, ns, family), nil
+}
+
+// withIptablesNFT tells the plane p (when there is one) whether the node's
+// state holds an iptables-save dump of the nf_tables backend for family.
+func withIptablesNFT(p dataplane.Plane, ns *snapshot.NodeState, family string) dataplane.Plane {
+	pl, ok := p.(*Plane)
+	if !ok {
+		return p
+	}
+	collector := snapshot.CollectorIPTablesSave
+	if family == "IPv6" {
+		collector = snapshot.CollectorIP6TablesSave
+	}
+	for _, d := range ns.Dumps {
+		if d.Collector == collector && d.Backend == "nf_tables" {
+			pl.iptablesNFT = true
+		}
+	}
+	return pl
 }
 
 // parsed is the dump's ruleset: the one ReadNetlink made, when the dump

@@ -30,6 +30,11 @@ type Plane struct {
 	// deferred holds the undecoded parts of a narrow read (LoadNarrow);
 	// nil for a state read in full.
 	deferred *lazyDoc
+	// iptablesNFT: the node's state holds an iptables-save dump of the
+	// nf_tables backend for this family, which reads the tables
+	// iptables-nft writes as iptables rules; the iptables plane reports
+	// their leftovers, so this plane does not report them again.
+	iptablesNFT bool
 }
 
 var _ dataplane.Plane = (*Plane)(nil)
