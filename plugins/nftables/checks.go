@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -268,6 +269,13 @@ func dnatTarget(rules []string) string {
 		for _, dnat := range []string{"dnat to ", "dnat ip to ", "dnat ip6 to "} {
 			if _, ep, ok := strings.Cut(r, dnat); ok {
 				ep, _, _ = strings.Cut(ep, " ")
+				// A service chain's DNAT picks its address from a map
+				// ("numgen random mod 3 map {...}"): no one endpoint.
+				if _, err := netip.ParseAddrPort(ep); err != nil {
+					if _, err := netip.ParseAddr(ep); err != nil {
+						return ""
+					}
+				}
 				return ep
 			}
 		}
