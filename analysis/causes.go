@@ -1,10 +1,12 @@
 package analysis
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/wording"
 )
 
 // causedBy puts a plane's own findings that name frontends in the place of
@@ -14,6 +16,7 @@ import (
 // a plane can tell only as causes (dataplane.Causer): each is kept only
 // where it stands for some difference. See replace for the matching.
 func causedBy(findings, checks, causes []behavior.Finding) ([]behavior.Finding, []behavior.Finding) {
+	findings = foldUnderJumps(findings, checks)
 	findings, _ = replace(findings, checks)
 	findings, used := replace(findings, causes)
 	for i, c := range causes {
@@ -86,4 +89,95 @@ func nameServices(fs []behavior.Finding, expected *behavior.Table) {
 			fs[i].Service = byAddr[frontendAddr(fs[i].Frontends[0])]
 		}
 	}
+}
+
+// foldUnderJumps drops the behaviour findings that lost entry jumps
+// explain: a MissingJumpRule with sources leaves the Service traffic of
+// those sources to no rule of kube-proxy, so every frontend's difference
+// for them is its consequence, not a cause of its own. A finding is
+// folded when all the sources it is about are among those of the jumps
+// lost; each jump finding that folded some says how many, by type, in
+// its message.
+func foldUnderJumps(findings, checks []behavior.Finding) []behavior.Finding {
+	lost := map[string]int{} // source class → the first jump finding losing it
+	for i, c := range checks {
+		if c.Type != behavior.MissingJumpRule {
+			continue
+		}
+		for _, s := range c.Sources {
+			if _, ok := lost[s]; !ok {
+				lost[s] = i
+			}
+		}
+	}
+	if len(lost) == 0 {
+		return findings
+	}
+	type tally struct{ frontends, services map[string]bool }
+	folded := map[int]map[string]*tally{}
+	var order []string
+	kept := findings[:0:0]
+	for _, f := range findings {
+		srcs := affectedSources(f)
+		if !consequenceOfJump(f.Type) || !slices.ContainsFunc(srcs, func(s string) bool { _, ok := lost[s]; return ok }) ||
+			slices.ContainsFunc(srcs, func(s string) bool { _, ok := lost[s]; return !ok }) {
+			kept = append(kept, f)
+			continue
+		}
+		i := lost[srcs[0]]
+		if folded[i] == nil {
+			folded[i] = map[string]*tally{}
+		}
+		t := folded[i][f.Type]
+		if t == nil {
+			t = &tally{map[string]bool{}, map[string]bool{}}
+			folded[i][f.Type] = t
+			if !slices.Contains(order, f.Type) {
+				order = append(order, f.Type)
+			}
+		}
+		for _, fe := range f.Frontends {
+			t.frontends[fe] = true
+		}
+		t.services[f.Service] = true
+	}
+	for i, byType := range folded {
+		var parts []string
+		for _, typ := range order {
+			if t := byType[typ]; t != nil {
+				parts = append(parts, fmt.Sprintf("%s for %s of %s",
+					typ, wording.Count(len(t.frontends), "frontend", "frontends"), wording.Count(len(t.services), "Service", "Services")))
+			}
+		}
+		checks[i].Message += " Folded in, as its consequences: " + strings.Join(parts, ", ") + "."
+	}
+	return kept
+}
+
+// consequenceOfJump: a behaviour difference a lost entry jump can cause
+// (not one that says the kernel holds more than it should).
+func consequenceOfJump(typ string) bool {
+	switch typ {
+	case behavior.MissingFrontend, behavior.MissingEndpoint, behavior.WeightMismatch, behavior.AffinityMismatch,
+		behavior.FirewallMismatch, behavior.MasqueradeMismatch, behavior.LocalPolicyMismatch, behavior.NoEndpointsRuleMismatch:
+		return true
+	}
+	return false
+}
+
+// affectedSources are the source classes a finding is about: its own, or
+// every class when it names none (a firewall is about sources outside the
+// node).
+func affectedSources(f behavior.Finding) []string {
+	if len(f.Sources) > 0 {
+		return f.Sources
+	}
+	if f.Type == behavior.FirewallMismatch {
+		return []string{string(behavior.FromExternal)}
+	}
+	var out []string
+	for _, c := range behavior.SourceClasses {
+		out = append(out, string(c))
+	}
+	return out
 }

@@ -29,9 +29,10 @@ var ipvsModeChains = map[string][]string{
 // endpoint; it deletes them when they are no longer needed.
 var perServicePrefixes = []string{PrefixSVC, PrefixSVL, PrefixEXT, PrefixFW, PrefixSEP}
 
-// TextChecks looks for what behaviour cannot show: per-service chains no
-// rule jumps to (kube-proxy failed to delete them), and chains left by the
-// userspace proxier or IPVS mode. mode is kube-proxy's mode on the node
+// TextChecks looks for what behaviour cannot show: kube-proxy's jumps
+// from the built-in chains that are gone (jumpChecks), per-service chains
+// no rule jumps to (kube-proxy failed to delete them), and chains left by
+// the userspace proxier or IPVS mode. mode is kube-proxy's mode on the node
 // ("" when unknown).
 func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 	var out []behavior.Finding
@@ -40,9 +41,18 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 		mode = modeFromChains(rs)
 	}
 	orphans := rs.orphans()
+	var flushed map[string]bool
+	if mode == "iptables" {
+		out, flushed = jumpChecks(rs, node)
+	}
 	for _, tname := range rs.TableOrder {
 		t := rs.Tables[tname]
 		orphan := orphans[tname]
+		if flushed[tname] {
+			// Unreachable because the table was flushed: the jump
+			// finding says so.
+			orphan = nil
+		}
 		for _, c := range checkedChains(rs, t, orphan) {
 			cname := c.Name
 			if len(orphan) > 0 && orphan[0] == c.pos {
