@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/wording"
 )
 
 // weightTolerance absorbs the quantisation of iptables' probabilities.
@@ -42,7 +43,63 @@ func Compare(expected, observed *behavior.Table) []behavior.Finding {
 			Message: fmt.Sprintf("%s is still handled by the kernel, but no Service port of the API asks for it", o.Key),
 		})
 	}
-	return behavior.Merge(out)
+	return groupForeign(behavior.Merge(out))
+}
+
+// groupForeign makes one ForeignVerdict of those that name the same rule
+// on a node: one rule of another component (a FORWARD policy of DROP)
+// decides every frontend's connections from a source, and is one cause.
+func groupForeign(fs []behavior.Finding) []behavior.Finding {
+	at := map[string]int{}
+	services := map[int][]string{}
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Type != behavior.ForeignVerdict {
+			out = append(out, f)
+			continue
+		}
+		k := f.Node + "\x00" + f.Observed
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			services[len(out)] = []string{f.Service}
+			out = append(out, f)
+			continue
+		}
+		g := &out[i]
+		g.Frontends = appendNew(g.Frontends, f.Frontends...)
+		g.Sources = appendNew(g.Sources, f.Sources...)
+		if !slices.Contains(services[i], f.Service) {
+			services[i] = append(services[i], f.Service)
+		}
+		if g.Expected != f.Expected {
+			g.Expected = "kube-proxy's rules decide"
+		}
+	}
+	for i, svcs := range services {
+		g := &out[i]
+		if len(svcs) == 1 && len(g.Frontends) == 1 {
+			continue
+		}
+		if len(svcs) > 1 {
+			g.Service = ""
+		}
+		verdict, by, _ := strings.Cut(g.Observed, " by ")
+		g.Message = fmt.Sprintf("kube-proxy's rules for %s of %s are right, but %s %ss their connections from %s sources first: not kube-proxy's verdict",
+			wording.Count(len(g.Frontends), "frontend", "frontends"), wording.Count(len(svcs), "Service", "Services"),
+			by, verdict, wording.And(g.Sources))
+	}
+	return out
+}
+
+// appendNew appends the values of add that to lacks.
+func appendNew(to []string, add ...string) []string {
+	for _, a := range add {
+		if !slices.Contains(to, a) {
+			to = append(to, a)
+		}
+	}
+	return to
 }
 
 // compareRun is the fewest frontends a CPU compares: a smaller node's are
@@ -137,6 +194,20 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 			}
 		case eo.Verdict == oo.Verdict:
 			// Both reject, both drop, or both unhandled.
+		case oo.DecidedBy != "" && (oo.Verdict == behavior.Drop || oo.Verdict == behavior.Reject):
+			// Not kube-proxy's verdict: another component's rule, or a
+			// built-in chain's policy, decides first (groupForeign).
+			// The deciding rule first: the path's last, or the policy
+			// (no rule of the path).
+			rules := oo.Rules
+			if n := len(rules); n > 0 && strings.Contains(oo.DecidedBy, rules[n-1].Text) {
+				rules = append([]behavior.Rule{rules[n-1]}, rules[:n-1]...)
+			} else {
+				rules = append([]behavior.Rule{{Text: oo.DecidedBy}}, rules...)
+			}
+			out = append(out, mk(behavior.ForeignVerdict, cls, string(eo.Verdict)+" by kube-proxy's rules",
+				string(oo.Verdict)+" by "+oo.DecidedBy, rules,
+				fmt.Sprintf("connections from %s to %s should get %s, but %s %ss them first", sourceName(c), e.Key, describe(eo), oo.DecidedBy, oo.Verdict)))
 		case oo.Verdict == behavior.Unhandled:
 			out = append(out, mk(behavior.MissingFrontend, cls, describe(eo), "no rule handles it", nil,
 				fmt.Sprintf("connections from %s to %s pass untouched; expected %s", sourceName(c), e.Key, describe(eo))))

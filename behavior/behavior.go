@@ -111,6 +111,10 @@ type Outcome struct {
 	// kube-proxy that masquerade the connection: kube-proxy's own rules do
 	// not (a CNI masquerading pod traffic that leaves the pod network).
 	MasqueradedBy string `json:"masqueradedBy,omitempty"`
+	// DecidedBy, when set, names the rule of another component than
+	// kube-proxy (or a built-in chain's policy) that dropped or rejected
+	// the connection: the verdict is not kube-proxy's.
+	DecidedBy string `json:"decidedBy,omitempty"`
 	// Reason explains a reject or drop, taken from kube-proxy's comment
 	// where it wrote one.
 	Reason string `json:"reason,omitempty"`

@@ -42,13 +42,17 @@ const (
 	// SchedulerMismatch: an IPVS virtual server schedules otherwise than
 	// the node's others (kube-proxy gives them all one scheduler).
 	SchedulerMismatch = "SchedulerMismatch"
+	// ForeignVerdict: kube-proxy's rules for a frontend are right, but
+	// another component's rule (or a built-in chain's policy) drops or
+	// rejects its connections first.
+	ForeignVerdict = "ForeignVerdict"
 )
 
 // FindingTypes are the finding types above, for those that list them
 // all (the exporter, which shows each with its count, zero included).
 var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
 	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
-	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch}
+	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch, ForeignVerdict}
 
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.

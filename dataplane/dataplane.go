@@ -148,6 +148,11 @@ type Branch struct {
 	// kube-proxy whose rule masqueraded the packet ("nat FLANNEL-POSTRTG"):
 	// kube-proxy's own rules did not.
 	MasqueradeBy string
+	// DecidedBy, when set, is the rule of another component than
+	// kube-proxy (or a built-in chain's policy) that dropped or rejected
+	// the packet, with the component where the plane can tell it: the
+	// verdict is not kube-proxy's.
+	DecidedBy string
 	// AffinitySeconds: the branch records its client so that the client
 	// keeps this backend for that long (ClientIP affinity); 0 without.
 	AffinitySeconds int32

@@ -328,11 +328,11 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 			addBackend("local:"+b.Redirect+" (userspace proxy)", b)
 		case b.Verdict == Reject:
 			rejectP += b.Probability
-			o.Reason, o.Rules = b.Reason, hopRules(b.Hops, describe)
+			o.Reason, o.Rules, o.DecidedBy = b.Reason, hopRules(b.Hops, describe), b.DecidedBy
 		case b.Verdict == Drop:
 			dropP += b.Probability
 			if o.Reason == "" || rejectP == 0 {
-				o.Reason, o.Rules = b.Reason, hopRules(b.Hops, describe)
+				o.Reason, o.Rules, o.DecidedBy = b.Reason, hopRules(b.Hops, describe), b.DecidedBy
 			}
 		}
 	}
@@ -349,7 +349,7 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 	switch {
 	case len(backends) > 0:
 		o.Verdict = behavior.Forward
-		o.Reason, o.Rules = "", nil
+		o.Reason, o.Rules, o.DecidedBy = "", nil, ""
 		for i := range backends {
 			backends[i].Probability = round(backends[i].Probability)
 		}
@@ -359,7 +359,7 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 			o.MasqueradedBy = strings.Join(masqBy, ", ")
 		}
 	case len(missing) > 0:
-		o.Verdict = behavior.Unknown
+		o.Verdict, o.DecidedBy = behavior.Unknown, ""
 		o.Reason = "goes on in " + strings.Join(missing, ", ") + ", whose rules the input does not show: its backends are not known"
 	case rejectP > 0:
 		o.Verdict = behavior.Reject

@@ -2,7 +2,10 @@
 // English: counts with their noun in the right number, sizes.
 package wording
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Count writes a count with its noun in the number it takes: "1 backend",
 // "3 backends", "0 findings".
@@ -23,4 +26,16 @@ func Bytes(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1024*1024))
+}
+
+// And joins words as a sentence lists them: "a", "a and b", "a, b and c".
+func And(words []string) string {
+	switch n := len(words); n {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	default:
+		return strings.Join(words[:n-1], ", ") + " and " + words[n-1]
+	}
 }

@@ -17,3 +17,14 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestAnd(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{{nil, ""}, {[]string{"pod"}, "pod"}, {[]string{"pod", "node"}, "pod and node"}, {[]string{"pod", "node", "external"}, "pod, node and external"}} {
+		if got := And(c.in); got != c.want {
+			t.Errorf("And(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

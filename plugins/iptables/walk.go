@@ -71,6 +71,9 @@ type rareState struct {
 	// masqBy is the rule of another component than kube-proxy that
 	// masqueraded the packet (a CNI's chain in POSTROUTING).
 	masqBy string
+	// decidedBy is the rule of another component than kube-proxy, or the
+	// built-in chain's policy, that dropped or rejected the packet.
+	decidedBy string
 }
 
 // setRare is the branch's own copy of its rare state, to change.
@@ -391,6 +394,7 @@ func (s *state) finish() dataplane.Branch {
 		if b.Masquerade {
 			b.MasqueradeBy = r.masqBy
 		}
+		b.DecidedBy = r.decidedBy
 		// ClientIP affinity: the branch adds its source to a recent list
 		// that an rcheck earlier on the path consults.
 		for _, set := range r.recentSet {
@@ -426,6 +430,7 @@ func (w *Walker) runChain(s *state, table string, c *Chain, depth int) []result 
 			if pol == string(dataplane.Drop) {
 				r.st.verdict = string(dataplane.Drop)
 				r.st.reason = fmt.Sprintf("policy DROP of %s/%s", table, c.Name)
+				r.st.setRare().decidedBy = w.policyOwner(table, c.Name)
 			}
 		}
 	}
@@ -564,9 +569,15 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		if s.rare != nil && s.rare.dropWhy != "" && (c.Name == "KUBE-MARK-DROP" || c.Name == "KUBE-FIREWALL") {
 			s.reason = s.rare.dropWhy
 		}
+		if by := ruleOwner(table, c.Name, r); by != "" {
+			s.setRare().decidedBy = by
+		}
 		return s.one(flowVerdict)
 	case "REJECT":
 		s.verdict, s.reason = string(dataplane.Reject), verdictReason(table, c, r)
+		if by := ruleOwner(table, c.Name, r); by != "" {
+			s.setRare().decidedBy = by
+		}
 		return s.one(flowVerdict)
 	case "RETURN":
 		return s.one(flowReturn)

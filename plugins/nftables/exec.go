@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/iptables"
 )
 
 // hit is a set or map element a rule matched.
@@ -149,6 +150,7 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 		s.verdict = dataplane.Reject
 		k.hop(s, t, c, r, rc)
 		s.reason = reason(t, c, r, rc.via, s.verdict)
+		s.decidedBy = othersVerdict(t, c, r)
 		return s.one(ruleOut{st: s, kind: outVerdict})
 	case *SetStmt:
 		k.setStmt(s, t, st)
@@ -250,6 +252,7 @@ func (k *walk) verdict(s *state, t *Table, c *Chain, r *Rule, v *Verdict, rc rct
 	case "drop":
 		s.verdict = dataplane.Drop
 		s.reason = reason(t, c, r, rc.via, s.verdict)
+		s.decidedBy = othersVerdict(t, c, r)
 		return s.one(ruleOut{st: s, kind: outVerdict})
 	case "continue":
 		return s.one(ruleOut{st: s, kind: outNext})
@@ -262,6 +265,21 @@ func (k *walk) verdict(s *state, t *Table, c *Chain, r *Rule, v *Verdict, rc rct
 	}
 	s.note("%s: verdict %q not known; taken as continue", ruleRef(t, c, r), v.Kind)
 	return s.one(ruleOut{st: s, kind: outNext})
+}
+
+// othersVerdict describes a rule that drops or rejects in another table
+// than kube-proxy's (a firewall's, a CNI's, one written by hand), "" for
+// kube-proxy's own and for chains of Kubernetes that iptables-nft wrote
+// (KUBE-*). The table's name tells its component (inet firewalld).
+func othersVerdict(t *Table, c *Chain, r *Rule) string {
+	if t.Name == kubeProxyTable || strings.HasPrefix(c.Name, "KUBE-") {
+		return ""
+	}
+	by := fmt.Sprintf("the rule of table %s, chain %s (%s)", t.ID(), c.Name, r.Text())
+	if owner := iptables.ChainOwner(c.Name); owner != "" {
+		by += " (" + owner + ")"
+	}
+	return by
 }
 
 // reason explains a drop or reject from kube-proxy's own words: the rule's

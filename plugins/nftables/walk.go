@@ -63,6 +63,9 @@ type state struct {
 	masq                        bool
 	verdict                     dataplane.Verdict
 	reason, missing, redirect   string
+	// decidedBy is the rule of another table than kube-proxy's, or a
+	// base chain's policy there, that dropped or rejected the packet.
+	decidedBy string
 	affKey                      string
 	affSecs                     int32
 	srcs                        []netip.Prefix
@@ -118,7 +121,7 @@ func (s *state) finish() dataplane.Branch {
 	}
 	return dataplane.Branch{
 		Probability: s.prob, Hops: slices.Clip(s.hops), Verdict: s.verdict, Reason: s.reason,
-		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq,
+		DNAT: s.dnat, Redirect: s.redirect, Missing: s.missing, Masquerade: s.masq, DecidedBy: s.decidedBy,
 		MissingEndpoint: strings.HasPrefix(s.missing, prefixEndpoint),
 		AffinitySeconds: s.affSecs, AffinityKey: s.affKey, SourcePrefixes: s.srcs, Notes: s.notes,
 	}
@@ -235,6 +238,9 @@ func (k *walk) base(s *state, bc baseChain) []*state {
 			if pol == "drop" {
 				r.st.verdict = dataplane.Drop
 				r.st.reason = fmt.Sprintf("policy drop of %s %s", bc.t.ID(), bc.c.Name)
+				if bc.t.Name != kubeProxyTable {
+					r.st.decidedBy = fmt.Sprintf("the policy drop of chain %s of table %s", bc.c.Name, bc.t.ID())
+				}
 			}
 		}
 		out = append(out, r.st)

@@ -240,6 +240,7 @@ func checkChanges(t *testing.T, c *cluster) {
 			}
 		}
 	})
+	failureCorpus(t, c)
 	kernelChanges(t, c)
 	t.Run("kube-proxy restarted repairs everything", func(t *testing.T) {
 		if err := c.startProxy("node1"); err != nil {
