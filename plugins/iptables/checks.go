@@ -41,6 +41,7 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 		mode = modeFromChains(rs)
 	}
 	orphans := rs.orphans()
+	var left []leftChain
 	var flushed map[string]bool
 	if mode == "iptables" {
 		out, flushed = jumpChecks(rs, node)
@@ -66,18 +67,47 @@ func TextChecks(rs *Ruleset, node, mode string) []behavior.Finding {
 				})
 			}
 			if kind := leftoverKind(cname, mode); kind != "" && mode != "" {
-				how := ""
-				if inferred {
-					how = " (inferred from the dump's chains: the mode was not given)"
-				}
-				out = append(out, behavior.Finding{
-					Type: behavior.LeftoverRules, Node: node, Service: chainService(c),
-					Expected: "no chain", Observed: fmt.Sprintf("%s chain %s (%s) with %d rules", tname, cname, kind, c.Len()),
-					Rules:   chainRules(c),
-					Message: fmt.Sprintf("chain %s/%s belongs to the %s; it is a leftover on a node whose kube-proxy runs in %s mode%s", tname, cname, kind, mode, how),
-				})
+				left = append(left, leftChain{tname, kind, c})
 			}
 		}
+	}
+	return append(out, leftoverFindings(left, node, mode, inferred)...)
+}
+
+// leftChain is a chain of another proxy mode, in its table.
+type leftChain struct {
+	table, kind string
+	c           *Chain
+}
+
+// leftoverFindings are one LeftoverRules for each table and proxy mode
+// whose chains a dump holds: one switch of mode left them all.
+func leftoverFindings(left []leftChain, node, mode string, inferred bool) []behavior.Finding {
+	how := ""
+	if inferred {
+		how = " (inferred from the dump's chains: the mode was not given)"
+	}
+	var out []behavior.Finding
+	for i := 0; i < len(left); {
+		j, rules := i, 0
+		var names, texts []string
+		for ; j < len(left) && left[j].table == left[i].table && left[j].kind == left[i].kind; j++ {
+			names = append(names, left[j].c.Name)
+			texts = append(texts, chainRules(left[j].c)...)
+			rules += left[j].c.Len()
+		}
+		tname, kind := left[i].table, left[i].kind
+		obs := fmt.Sprintf("%s chain %s (%s) with %d rules", tname, names[0], kind, rules)
+		msg := fmt.Sprintf("chain %s/%s belongs to the %s; it is a leftover on a node whose kube-proxy runs in %s mode%s", tname, names[0], kind, mode, how)
+		if len(names) > 1 {
+			obs = fmt.Sprintf("%s chains %s (%s) with %d rules", tname, strings.Join(names, ", "), kind, rules)
+			msg = fmt.Sprintf("chains %s of table %s belong to the %s; they are leftovers on a node whose kube-proxy runs in %s mode%s", strings.Join(names, ", "), tname, kind, mode, how)
+		}
+		out = append(out, behavior.Finding{
+			Type: behavior.LeftoverRules, Node: node, Service: chainService(left[i].c),
+			Expected: "no chain", Observed: obs, Rules: texts, Message: msg,
+		})
+		i = j
 	}
 	return out
 }

@@ -76,8 +76,8 @@ func TestLeftoversOnlyOfAnotherMode(t *testing.T) {
 		inferred         bool
 	}{
 		{"userspace alone, mode unknown", userspace, "", 0, false},
-		{"userspace beside iptables mode's chains, mode unknown", mixed, "", 4, true},
-		{"userspace alone, iptables mode given", userspace, "iptables", 4, false},
+		{"userspace beside iptables mode's chains, mode unknown", mixed, "", 1, true},
+		{"userspace alone, iptables mode given", userspace, "iptables", 1, false},
 	} {
 		rs, err := ParseString(c.name, c.text, ParseOptions{})
 		if err != nil {
