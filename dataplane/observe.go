@@ -228,8 +228,11 @@ func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, 
 	cands = mergePrefixes(cands, tested)
 	probes = space.Choose(cands)
 	verdictOnly := WalkOptions{NoHops: true, NoSourcePrefixes: true}
+	// A verdict of another component (a FORWARD policy of DROP) comes
+	// after kube-proxy's firewall: what reaches it passed the firewall.
+	passes := func(o behavior.Outcome) bool { return o.Verdict == behavior.Forward || o.DecidedBy != "" }
 	outside := summarize(w.walk(pkt(probes.Outside, Prerouting), verdictOnly), nil)
-	if outside.Verdict == behavior.Forward {
+	if passes(outside) {
 		return nil, ""
 	}
 	var allowed []string
@@ -241,7 +244,7 @@ func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, 
 		if !ok {
 			continue
 		}
-		if summarize(w.walk(pkt(h, Prerouting), verdictOnly), nil).Verdict == behavior.Forward {
+		if passes(summarize(w.walk(pkt(h, Prerouting), verdictOnly), nil)) {
 			allowed = append(allowed, c.String())
 		}
 	}
