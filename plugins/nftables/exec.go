@@ -164,6 +164,15 @@ func (k *walk) stmts(s *state, t *Table, c *Chain, r *Rule, i int, rc rctx) []ru
 		if st.Type == "match" && st.Name == "comment" {
 			return next(s, rc)
 		}
+		if st.Type == "target" && st.Name == "REJECT" {
+			// Its options choose only the ICMP error: a reject whatever
+			// they are (iptables-nft writes -j REJECT so).
+			s.verdict = dataplane.Reject
+			k.hop(s, t, c, r, rc)
+			s.reason = reason(t, c, r, rc.via, s.verdict)
+			s.decidedBy = othersVerdict(t, c, r)
+			return s.one(ruleOut{st: s, kind: outVerdict})
+		}
 		s.note("%s: iptables-nft %s %q cannot be evaluated (nft does not show its options); rule assumed not to match", ruleRef(t, c, r), st.Type, st.Name)
 		return s.one(ruleOut{st: s, kind: outNoMatch})
 	case *Unknown:
@@ -276,8 +285,11 @@ func othersVerdict(t *Table, c *Chain, r *Rule) string {
 		return ""
 	}
 	by := fmt.Sprintf("the rule of table %s, chain %s (%s)", t.ID(), c.Name, r.Text())
-	if owner := iptables.ChainOwner(c.Name); owner != "" {
+	switch owner := iptables.ChainOwner(c.Name); {
+	case owner != "":
 		by += " (" + owner + ")"
+	case t.Name == "firewalld":
+		by += " (firewalld)"
 	}
 	return by
 }
