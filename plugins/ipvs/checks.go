@@ -99,7 +99,7 @@ func (p *Plane) Causes(node string) []behavior.Finding {
 				f := &out[i]
 				f.Frontends = append(f.Frontends, key.String())
 				f.Rules = append(f.Rules, rules...)
-				f.Message = fmt.Sprintf("the real server %s has weight 0 in %d virtual servers, so no new connection reaches it, but its endpoint is ready: kube-proxy sets weight 0 on an endpoint that is going away, and resets it when it starts", real, len(f.Frontends))
+				f.Message = fmt.Sprintf("the real server %s has weight 0 in %d virtual servers, so no new connection reaches it, but its endpoint is ready: kube-proxy sets weight 0 on an endpoint that is going away, and this drain was never undone (a restart of kube-proxy during one left it so, kubernetes#92019)", real, len(f.Frontends))
 				continue
 			}
 			at[real] = len(out)
@@ -107,7 +107,7 @@ func (p *Plane) Causes(node string) []behavior.Finding {
 				Type: behavior.Weight0ReadyEndpoint, Node: node, Frontends: []string{key.String()}, Endpoint: real,
 				Expected: fmt.Sprintf("%s at weight 1", r.Addr), Observed: fmt.Sprintf("%s at weight 0", r.Addr),
 				Rules:   rules,
-				Message: fmt.Sprintf("the real server %s of %s has weight 0, so no new connection reaches it, but its endpoint is ready: kube-proxy sets weight 0 on an endpoint that is going away, and resets it when it starts", real, v.Key()),
+				Message: fmt.Sprintf("the real server %s of %s has weight 0, so no new connection reaches it, but its endpoint is ready: kube-proxy sets weight 0 on an endpoint that is going away, and this drain was never undone (a restart of kube-proxy during one left it so, kubernetes#92019)", real, v.Key()),
 			})
 		}
 	}
