@@ -70,9 +70,6 @@ func failureCorpus(t *testing.T, c *cluster) {
 			if out, err := c.Exec("node1", "sh", "-c", "iptables-save > "+saved); err != nil {
 				t.Fatalf("saving the rules: %v\n%s", err, out)
 			}
-			if out, err := c.Exec("node1", "sh", "-ec", fc.Do); err != nil {
-				t.Fatalf("%s: %v\n%s", fc.Do, err, out)
-			}
 			restored := false
 			restore := func() {
 				if restored {
@@ -88,6 +85,9 @@ func failureCorpus(t *testing.T, c *cluster) {
 				}
 			}
 			t.Cleanup(restore)
+			if out, err := c.Exec("node1", "sh", "-ec", fc.Do); err != nil {
+				t.Fatalf("%s: %v\n%s", fc.Do, err, out)
+			}
 			waitDrift(t, c, "node1", slices.Clone(fc.Want[c.mode]))
 			restore()
 			waitDrift(t, c, "node1", nil)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// TestREADMEFailures keeps the README's "Failures svctrace catches" in
+// step with the cases that prove it: every lab case of
+// test/e2e/testdata/failures.yaml is a line of the section with each of
+// its upstream links, and every scenario file the section names exists.
+func TestREADMEFailures(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n## Failures svctrace catches\n")
+	if !ok {
+		t.Fatal(`README.md has no section "Failures svctrace catches"`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	b, err := os.ReadFile("../../test/e2e/testdata/failures.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Name  string   `yaml:"name"`
+		Links []string `yaml:"links"`
+	}
+	if err := yaml.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatal("test/e2e/testdata/failures.yaml holds no case")
+	}
+	lines := strings.Split(sec, "\n")
+	for _, c := range cases {
+		i := slicesIndex(lines, "lab `"+c.Name+"`")
+		if i < 0 {
+			t.Errorf("lab case %s is not in the README's section", c.Name)
+			continue
+		}
+		for _, l := range c.Links {
+			if !strings.Contains(lines[i], "("+l+")") {
+				t.Errorf("the README's line of lab case %s lacks its link %s", c.Name, l)
+			}
+		}
+	}
+	for _, m := range regexp.MustCompile("`([a-z0-9-]+\\.txtar)`").FindAllStringSubmatch(sec, -1) {
+		if _, err := os.Stat(filepath.Join("../../testdata/scenarios", m[1])); err != nil {
+			t.Errorf("the README names scenario %s: %v", m[1], err)
+		}
+	}
+}
+
+// slicesIndex is the first line holding s, -1 for none.
+func slicesIndex(lines []string, s string) int {
+	for i, l := range lines {
+		if strings.Contains(l, s) {
+			return i
+		}
+	}
+	return -1
+}
