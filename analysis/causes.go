@@ -117,7 +117,14 @@ func foldUnderJumps(findings, checks []behavior.Finding) []behavior.Finding {
 	folded := map[int]map[string]*tally{}
 	var order []string
 	kept := findings[:0:0]
+	// lostFrontends are the frontends some folded finding names: a flow
+	// of conntrack that their rules no longer take is one more
+	// consequence.
+	lostFrontends := map[string]int{}
 	for _, f := range findings {
+		if f.Type == behavior.StaleConntrack {
+			continue
+		}
 		srcs := affectedSources(f)
 		if !consequenceOfJump(f.Type) || !slices.ContainsFunc(srcs, func(s string) bool { _, ok := lost[s]; return ok }) ||
 			slices.ContainsFunc(srcs, func(s string) bool { _, ok := lost[s]; return !ok }) {
@@ -138,8 +145,30 @@ func foldUnderJumps(findings, checks []behavior.Finding) []behavior.Finding {
 		}
 		for _, fe := range f.Frontends {
 			t.frontends[fe] = true
+			lostFrontends[frontendAddr(fe)] = i
 		}
 		t.services[f.Service] = true
+	}
+	for _, f := range findings {
+		if f.Type != behavior.StaleConntrack {
+			continue
+		}
+		i, ok := -1, len(f.Frontends) == 1 && strings.HasSuffix(f.Message, reasonRulesMoved)
+		if ok {
+			i, ok = lostFrontends[frontendAddr(f.Frontends[0])]
+		}
+		if !ok {
+			kept = append(kept, f)
+			continue
+		}
+		if folded[i][f.Type] == nil {
+			folded[i][f.Type] = &tally{map[string]bool{}, map[string]bool{}}
+			if !slices.Contains(order, f.Type) {
+				order = append(order, f.Type)
+			}
+		}
+		folded[i][f.Type].frontends[f.Frontends[0]] = true
+		folded[i][f.Type].services[f.Service] = true
 	}
 	for i, byType := range folded {
 		var parts []string

@@ -147,7 +147,7 @@ func (a *NodeAnalysis) judge(e conntrack.Entry, f *behavior.Frontend) (fl Flow) 
 	case inAPI && ep.Serving && inRules:
 		fl.Status = FlowOK
 	case inAPI && ep.Serving:
-		fl.Status, fl.Reason = FlowStale, "the endpoint is serving, but the node's rules no longer send new connections to it"
+		fl.Status, fl.Reason = FlowStale, reasonRulesMoved
 	case inAPI && ep.Terminating && !strings.EqualFold(e.Protocol, "udp"):
 		// TCP and SCTP flows to a terminating endpoint drain by
 		// themselves; kube-proxy never flushes them.
@@ -199,6 +199,11 @@ func (a *NodeAnalysis) observedBackend(k behavior.Key, backend string) (behavior
 }
 
 // ConntrackFindings turns stale flows into StaleConntrack findings, one per
+// reasonRulesMoved is why a flow to a serving endpoint is stale: the
+// node's rules changed under it. Where they lost a frontend's rules,
+// that loss is the cause (foldUnderJumps).
+const reasonRulesMoved = "the endpoint is serving, but the node's rules no longer send new connections to it"
+
 // entry (each names its client).
 func ConntrackFindings(node string, flows []Flow) []behavior.Finding {
 	var out []behavior.Finding
