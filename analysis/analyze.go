@@ -153,6 +153,9 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	if err != nil {
 		return nil, err
 	}
+	if view.view != nil {
+		a.Findings = append(a.Findings, podCIDRChecks(node, family, a.Config, view.cluster, view.view.PodCIDRs)...)
+	}
 	a.Notes = slices.Insert(a.Notes, planeNotes, a.Plane.Notes()...)
 	a.Notes = uniqueNotes(a.Notes)
 	entries, haveCT, err := conntrackEntries(ns, family)

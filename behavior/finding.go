@@ -46,13 +46,17 @@ const (
 	// another component's rule (or a built-in chain's policy) drops or
 	// rejects its connections first.
 	ForeignVerdict = "ForeignVerdict"
+	// PodCIDRMismatch: Pods of the node have addresses outside the cluster
+	// CIDR kube-proxy was given, so their connections to Services are
+	// taken for outside traffic and masqueraded.
+	PodCIDRMismatch = "PodCIDRMismatch"
 )
 
 // FindingTypes are the finding types above, for those that list them
 // all (the exporter, which shows each with its count, zero included).
 var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
 	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
-	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch, ForeignVerdict}
+	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch, ForeignVerdict, PodCIDRMismatch}
 
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.

@@ -28,6 +28,10 @@ type failureCase struct {
 	Modes []string `yaml:"modes"`
 	Do    string   `yaml:"do"`
 	Undo  string   `yaml:"undo"`
+	// ProxyArgs, when set, restart node1's kube-proxy with these flags
+	// beyond the lab's (its settings are the failure) until it has
+	// synced, and stop it again; undone, it syncs once with the lab's.
+	ProxyArgs []string `yaml:"proxy_args"`
 	// Want are, by mode, the findings (prefixes of "TYPE SERVICE
 	// EXPECTED|OBSERVED"), the whole list.
 	Want map[string][]string `yaml:"want"`
@@ -45,8 +49,8 @@ func loadFailures(t *testing.T) []failureCase {
 		t.Fatalf("testdata/failures.yaml: %v", err)
 	}
 	for _, fc := range cases {
-		if fc.Name == "" || len(fc.Links) == 0 || fc.Do == "" || len(fc.Modes) == 0 {
-			t.Fatalf("testdata/failures.yaml: case %q lacks a name, a link, a do script or its modes", fc.Name)
+		if fc.Name == "" || len(fc.Links) == 0 || fc.Do == "" && len(fc.ProxyArgs) == 0 || len(fc.Modes) == 0 {
+			t.Fatalf("testdata/failures.yaml: case %q lacks a name, a link, what it does or its modes", fc.Name)
 		}
 		for _, m := range fc.Modes {
 			if _, ok := fc.Want[m]; !ok {
@@ -85,12 +89,37 @@ func failureCorpus(t *testing.T, c *cluster) {
 				}
 			}
 			t.Cleanup(restore)
-			if out, err := c.Exec("node1", "sh", "-ec", fc.Do); err != nil {
-				t.Fatalf("%s: %v\n%s", fc.Do, err, out)
+			if len(fc.ProxyArgs) > 0 {
+				t.Cleanup(func() { c.syncOnceWith(t, "node1", c.proxyArgs) })
+				c.syncOnceWith(t, "node1", append(slices.Clone(c.proxyArgs), fc.ProxyArgs...))
+			}
+			if fc.Do != "" {
+				if out, err := c.Exec("node1", "sh", "-ec", fc.Do); err != nil {
+					t.Fatalf("%s: %v\n%s", fc.Do, err, out)
+				}
 			}
 			waitDrift(t, c, "node1", slices.Clone(fc.Want[c.mode]))
 			restore()
+			if len(fc.ProxyArgs) > 0 {
+				c.syncOnceWith(t, "node1", c.proxyArgs)
+			}
 			waitDrift(t, c, "node1", nil)
 		})
+	}
+}
+
+// syncOnceWith starts the node's kube-proxy with args, waits for its
+// sync, and stops it: the node's rules are then what kube-proxy writes
+// with those settings, and nothing changes them.
+func (c *cluster) syncOnceWith(t *testing.T, node string, args []string) {
+	t.Helper()
+	if err := c.StartKubeProxyVersion(node, c.version, c.mode, args...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitSynced(node); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopKubeProxy(node); err != nil {
+		t.Fatal(err)
 	}
 }

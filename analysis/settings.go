@@ -1,0 +1,110 @@
+package analysis
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/wording"
+)
+
+// podCIDRChecks hold kube-proxy's settings against the cluster's facts:
+// with the ClusterCIDR local-traffic detector (the default), kube-proxy
+// takes a packet for a Pod's only when its source is in the cluster CIDR
+// it was given. A Pod of the node outside it (a CNI with its own address
+// pool, a pod CIDR changed after the fact) has its connections to Services
+// taken for outside traffic: masqueraded, so the backend sees the node's
+// address and NetworkPolicies that allow by source do not match. The
+// rules are then as kube-proxy's settings ask, and no behaviour differs:
+// only the settings against the Pods tell it.
+func podCIDRChecks(node, family string, cfg snapshot.ProxyConfig, c *snapshot.Cluster, podCIDRs []string) []behavior.Finding {
+	if cfg.DetectLocalMode != "" && cfg.DetectLocalMode != "ClusterCIDR" {
+		return nil
+	}
+	var cidrs []netip.Prefix
+	for _, p := range behavior.ParsePrefixes(cfg.ClusterCIDRs) {
+		if p.Addr().Is4() == (family != "IPv6") {
+			cidrs = append(cidrs, p.Masked())
+		}
+	}
+	if len(cidrs) == 0 {
+		// No cluster CIDR: kube-proxy tells no Pod's traffic, and
+		// masquerades none for it.
+		return nil
+	}
+	covered := func(p netip.Prefix) bool {
+		for _, c := range cidrs {
+			if c.Bits() <= p.Bits() && c.Contains(p.Addr()) {
+				return true
+			}
+		}
+		return false
+	}
+	var ranges, pods []string
+	for _, s := range podCIDRs {
+		if p, err := netip.ParsePrefix(s); err == nil && !covered(p.Masked()) {
+			ranges = append(ranges, s)
+		}
+	}
+	if c != nil {
+		for i := range c.Pods {
+			p := &c.Pods[i]
+			if p.Spec.NodeName != node || p.Spec.HostNetwork {
+				continue
+			}
+			for _, ip := range p.Status.PodIPs {
+				a, err := netip.ParseAddr(ip.IP)
+				if err != nil || a.Is4() != (family != "IPv6") || covered(netip.PrefixFrom(a, a.BitLen())) {
+					continue
+				}
+				pods = append(pods, fmt.Sprintf("%s/%s %s", p.Namespace, p.Name, ip.IP))
+			}
+		}
+	}
+	if len(ranges) == 0 && len(pods) == 0 {
+		return nil
+	}
+	var outside []string
+	if len(ranges) > 0 {
+		outside = append(outside, "the node's pod CIDR "+strings.Join(ranges, ", "))
+	}
+	if len(pods) > 0 {
+		outside = append(outside, wording.Count(len(pods), "Pod", "Pods")+" ("+listSome(pods, 3)+")")
+	}
+	given := strings.Join(cfg.ClusterCIDRs, ", ")
+	rules := []string{"kube-proxy cluster CIDR " + given + " (" + settingsSource(cfg) + ")"}
+	for _, p := range pods {
+		rules = append(rules, "Pod "+p)
+	}
+	return []behavior.Finding{{
+		Type: behavior.PodCIDRMismatch, Node: node,
+		Expected: "the node's Pods inside kube-proxy's cluster CIDR " + given,
+		Observed: wording.And(outside) + " outside it",
+		Rules:    firstN(rules, 6),
+		Message: fmt.Sprintf("kube-proxy's cluster CIDR (%s) does not cover %s: it takes their connections to Services for traffic from outside the cluster and masquerades them, so backends see the node's address and NetworkPolicies that allow them by source do not match. Set kube-proxy's --cluster-cidr (clusterCIDR) to the Pods' ranges",
+			given, wording.And(outside)),
+	}}
+}
+
+// settingsSource says where kube-proxy's settings came from.
+func settingsSource(cfg snapshot.ProxyConfig) string {
+	for _, e := range cfg.Inferred {
+		if strings.HasPrefix(e, "cluster CIDR") {
+			return "read off its rules"
+		}
+	}
+	if cfg.Source != "" {
+		return "from its " + cfg.Source
+	}
+	return "as given"
+}
+
+// firstN keeps the first n of a list, with a count of the others.
+func firstN(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(list[:n:n], fmt.Sprintf("... %d more", len(list)-n))
+}
