@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -45,6 +46,9 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 		return a.finish(c)
 	}
 	ns.KubeProxy = pc
+	if kp.readable {
+		ns.KubeProxy.Sync = inspect.NewProxySync(kp.sync, kp.readAt, inspect.ReadKubeProxyHealthz(ctx, a.opts.KubeProxyMetrics))
+	}
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 		Metadata: snapshot.Metadata{CreationTimestamp: start.UTC(), Source: "live"}, Cluster: cl, Nodes: []snapshot.NodeState{ns}}
 	r, err := analysis.Drift(s, analysis.DriftOptions{Family: a.opts.Family, Models: []*analysis.Model{model}, Digest: true})
@@ -68,7 +72,8 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 			first = start
 		}
 		seen[k] = first
-		if settle.settled(kp, changes.Of(serviceOf(f)), first, start) {
+		// kube-proxy's own health check has already waited for it.
+		if f.Type == behavior.KubeProxyNotSyncing || settle.settled(kp, changes.Of(serviceOf(f)), first, start) {
 			c.Drift = append(c.Drift, f)
 		} else {
 			c.Pending = append(c.Pending, f)
@@ -97,7 +102,7 @@ func (a *Agent) readKubeProxy(ctx context.Context, c *Check) kubeProxyState {
 		return kubeProxyState{}
 	}
 	a.tracker.observe(s, start)
-	kp := kubeProxyState{readable: true, sync: s, started: a.tracker.started}
+	kp := kubeProxyState{readable: true, sync: s, started: a.tracker.started, readAt: start}
 	c.KubeProxy.LastSync = s.LastSync
 	c.KubeProxy.Lag, c.KubeProxy.Stalled = a.rules().lag(kp, start)
 	return kp

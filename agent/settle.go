@@ -86,6 +86,8 @@ type kubeProxyState struct {
 	sync     inspect.KubeProxySync
 	// started bounds the start of its last sync (see syncTracker).
 	started time.Time
+	// readAt is when its metrics were read.
+	readAt time.Time
 }
 
 // settled reports whether a finding is drift: its Service last changed at

@@ -156,6 +156,7 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	if view.view != nil {
 		a.Findings = append(a.Findings, podCIDRChecks(node, family, a.Config, view.cluster, view.view.PodCIDRs)...)
 	}
+	a.Findings = append(a.Findings, syncChecks(node, a.Config.Sync)...)
 	a.Notes = slices.Insert(a.Notes, planeNotes, a.Plane.Notes()...)
 	a.Notes = uniqueNotes(a.Notes)
 	entries, haveCT, err := conntrackEntries(ns, family)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/snapshot"
@@ -107,4 +108,49 @@ func firstN(list []string, n int) []string {
 		return list
 	}
 	return append(list[:n:n], fmt.Sprintf("... %d more", len(list)-n))
+}
+
+// syncChecks: kube-proxy that is not applying changes. Its /healthz turns
+// 503 once a change it queued has waited longer than twice its sync
+// period; with a change queued after its last successful sync, that is
+// kube-proxy's own word that it is stuck (its writes fail, or its syncs
+// never end). Whatever the rules show then is what it last managed to
+// write: the differences that follow are its consequences.
+func syncChecks(node string, s *snapshot.ProxySync) []behavior.Finding {
+	if s == nil || s.Healthz != 503 || !s.LastQueued.After(s.LastSync) {
+		return nil
+	}
+	last := "it has never synced"
+	if !s.LastSync.IsZero() {
+		last = "its last successful sync ended " + s.ReadAt.Sub(s.LastSync).Round(time.Second).String() + " before the read"
+	}
+	var why []string
+	for _, c := range []struct {
+		n    uint64
+		what string
+	}{{s.RestoreFailures, "failed iptables-restore"}, {s.PartialRestoreFailures, "failed partial iptables-restore"}, {s.NFTablesFailures, "failed nft"}} {
+		if c.n > 0 {
+			why = append(why, wording.Count(int(c.n), c.what, c.what+"s"))
+		}
+	}
+	cause := "it counts no failed write: a sync that does not end, or a kube-proxy that stopped working, its log tells which"
+	if len(why) > 0 {
+		cause = "since it started it counts " + wording.And(why) + ": its writes to the kernel fail (its log has the error: a rule the kernel refuses, another program holding the xtables lock)"
+	}
+	return []behavior.Finding{{
+		Type: behavior.KubeProxyNotSyncing, Node: node,
+		Expected: "kube-proxy writes the changes it queues (/healthz 200)",
+		Observed: "a queued change is not written; /healthz 503",
+		Rules:    []string{fmt.Sprintf("kube-proxy metrics at %s: last sync %s, last queued %s", s.ReadAt.Format(time.RFC3339), stamp(s.LastSync), stamp(s.LastQueued))},
+		Message: fmt.Sprintf("kube-proxy is not applying changes: a change has waited %s, %s, and %s. The node's rules are what it last wrote; the other findings of the node follow from it",
+			s.ReadAt.Sub(s.LastQueued).Round(time.Second), last, cause),
+	}}
+}
+
+// stamp writes a time, "never" for the zero one.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Format(time.RFC3339)
 }

@@ -50,13 +50,16 @@ const (
 	// CIDR kube-proxy was given, so their connections to Services are
 	// taken for outside traffic and masqueraded.
 	PodCIDRMismatch = "PodCIDRMismatch"
+	// KubeProxyNotSyncing: kube-proxy has changes queued that it has not
+	// written for longer than its own health check allows.
+	KubeProxyNotSyncing = "KubeProxyNotSyncing"
 )
 
 // FindingTypes are the finding types above, for those that list them
 // all (the exporter, which shows each with its count, zero included).
 var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
 	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
-	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch, ForeignVerdict, PodCIDRMismatch}
+	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch, ForeignVerdict, PodCIDRMismatch, KubeProxyNotSyncing}
 
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.

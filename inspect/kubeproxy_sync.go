@@ -30,6 +30,10 @@ type KubeProxySync struct {
 	// they took together.
 	Syncs       uint64
 	SyncSeconds float64
+	// RestoreFailures, PartialRestoreFailures and NFTablesFailures count
+	// the syncs whose write to the kernel failed since kube-proxy started
+	// (iptables-restore, a partial one, nft).
+	RestoreFailures, PartialRestoreFailures, NFTablesFailures uint64
 }
 
 // Pending reports whether a change waits for a sync: queued after the
@@ -77,6 +81,15 @@ func ParseKubeProxySync(text []byte, family string) (KubeProxySync, error) {
 	if m := familyMetric(mfs["kubeproxy_sync_proxy_rules_duration_seconds"], family); m != nil {
 		s.Syncs, s.SyncSeconds = m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 	}
+	for name, to := range map[string]*uint64{
+		"kubeproxy_sync_proxy_rules_iptables_restore_failures_total":         &s.RestoreFailures,
+		"kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total": &s.PartialRestoreFailures,
+		"kubeproxy_sync_proxy_rules_nftables_sync_failures_total":            &s.NFTablesFailures,
+	} {
+		if m := familyMetric(mfs[name], family); m != nil {
+			*to = uint64(counterValue(m))
+		}
+	}
 	return s, nil
 }
 
@@ -96,6 +109,14 @@ func familyMetric(mf *dto.MetricFamily, family string) *dto.Metric {
 		}
 	}
 	return unlabelled
+}
+
+// counterValue is a counter's value (untyped without # TYPE lines).
+func counterValue(m *dto.Metric) float64 {
+	if m.Counter != nil {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetUntyped().GetValue()
 }
 
 // gaugeValue is a gauge's value; text without # TYPE lines makes it

@@ -154,6 +154,26 @@ type ProxyConfig struct {
 	// Inferred lists settings read off the rules rather than told, with
 	// the evidence.
 	Inferred []string `json:"inferred,omitempty"`
+	// Sync is what kube-proxy said of its syncs when the node was read
+	// (nil: not read, as from a dump).
+	Sync *ProxySync `json:"sync,omitempty"`
+}
+
+// ProxySync is kube-proxy's own account of its syncs for one IP family:
+// its metrics and its /healthz, read at ReadAt.
+type ProxySync struct {
+	ReadAt time.Time `json:"readAt"`
+	// LastSync is when its last successful sync ended; LastQueued when
+	// it last queued a change (zero: never).
+	LastSync   time.Time `json:"lastSync,omitempty"`
+	LastQueued time.Time `json:"lastQueued,omitempty"`
+	// Healthz is the status code of its /healthz (0: not read): 503 once
+	// a queued change has waited longer than twice its sync period.
+	Healthz int `json:"healthz,omitempty"`
+	// The syncs whose write to the kernel failed since it started.
+	RestoreFailures        uint64 `json:"restoreFailures,omitempty"`
+	PartialRestoreFailures uint64 `json:"partialRestoreFailures,omitempty"`
+	NFTablesFailures       uint64 `json:"nftablesFailures,omitempty"`
 }
 
 // Node returns the node state with that name.

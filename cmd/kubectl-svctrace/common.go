@@ -334,6 +334,9 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 	}
 	s.Metadata.Notes = append(s.Metadata.Notes, lnotes...)
 	node.KubeProxy = pc
+	if ps, err := inspect.ReadProxySync(ctx, o.proxyMetrics, o.family); err == nil {
+		node.KubeProxy.Sync = ps
+	}
 	s.Nodes = append(s.Nodes, node)
 	return s, nil
 }

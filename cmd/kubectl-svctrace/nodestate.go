@@ -71,6 +71,9 @@ func newNodeStateCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			} else {
 				s.Metadata.Notes = append(s.Metadata.Notes, err.Error())
 			}
+			if ps, err := inspect.ReadProxySync(ctx, metrics, "IPv4"); err == nil {
+				ns.KubeProxy.Sync = ps
+			}
 			s.Nodes = []snapshot.NodeState{ns}
 			data, err := snapshot.Encode(s, "state"+snapshot.BinaryExt)
 			if err != nil {

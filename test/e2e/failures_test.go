@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -32,6 +34,12 @@ type failureCase struct {
 	// beyond the lab's (its settings are the failure) until it has
 	// synced, and stop it again; undone, it syncs once with the lab's.
 	ProxyArgs []string `yaml:"proxy_args"`
+	// FailWrites names kernel tools (iptables-restore) whose runs fail
+	// for node1's kube-proxy, started for the case (with ProxyArgs) and
+	// kept running while drift is checked; API is a manifest applied
+	// then, and deleted once its writes work again.
+	FailWrites []string `yaml:"fail_writes"`
+	API        string   `yaml:"api"`
 	// Want are, by mode, the findings (prefixes of "TYPE SERVICE
 	// EXPECTED|OBSERVED"), the whole list.
 	Want map[string][]string `yaml:"want"`
@@ -49,7 +57,7 @@ func loadFailures(t *testing.T) []failureCase {
 		t.Fatalf("testdata/failures.yaml: %v", err)
 	}
 	for _, fc := range cases {
-		if fc.Name == "" || len(fc.Links) == 0 || fc.Do == "" && len(fc.ProxyArgs) == 0 || len(fc.Modes) == 0 {
+		if fc.Name == "" || len(fc.Links) == 0 || fc.Do == "" && len(fc.ProxyArgs) == 0 && len(fc.FailWrites) == 0 || len(fc.Modes) == 0 {
 			t.Fatalf("testdata/failures.yaml: case %q lacks a name, a link, what it does or its modes", fc.Name)
 		}
 		for _, m := range fc.Modes {
@@ -89,6 +97,10 @@ func failureCorpus(t *testing.T, c *cluster) {
 				}
 			}
 			t.Cleanup(restore)
+			if len(fc.FailWrites) > 0 {
+				failingWrites(t, c, fc)
+				return
+			}
 			if len(fc.ProxyArgs) > 0 {
 				t.Cleanup(func() { c.syncOnceWith(t, "node1", c.proxyArgs) })
 				c.syncOnceWith(t, "node1", append(slices.Clone(c.proxyArgs), fc.ProxyArgs...))
@@ -120,6 +132,54 @@ func (c *cluster) syncOnceWith(t *testing.T, node string, args []string) {
 		t.Fatal(err)
 	}
 	if err := c.StopKubeProxy(node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failingWrites runs a case whose kube-proxy cannot write: node1's
+// kube-proxy starts with wrappers of fc.FailWrites first in its PATH,
+// which run the real tools until the case makes them fail; then the
+// case's API change waits, unwritten, and drift (kube-proxy running) must
+// say so. Undone, kube-proxy writes it, the change is deleted, and
+// kube-proxy is stopped again, as the matrix left it.
+func failingWrites(t *testing.T, c *cluster, fc failureCase) {
+	dir := t.TempDir()
+	fail := filepath.Join(dir, "fail")
+	for _, tool := range fc.FailWrites {
+		real, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		script := fmt.Sprintf("#!/bin/sh\nif [ -e %s ]; then echo \"%s: line 1 failed (svctrace lab)\" >&2; exit 1; fi\nexec %s \"$@\"\n", fail, tool, real)
+		if err := os.WriteFile(filepath.Join(dir, tool), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := c.StartKubeProxyVersion("node1", c.version, c.mode, append(slices.Clone(c.proxyArgs), fc.ProxyArgs...)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fail, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Apply(t, fc.API)
+	waitDrift(t, c, "node1", slices.Clone(fc.Want[c.mode]))
+	if err := os.Remove(fail); err != nil {
+		t.Fatal(err)
+	}
+	waitDrift(t, c, "node1", nil)
+	var obj struct {
+		Kind     string `yaml:"kind"`
+		Metadata struct{ Name, Namespace string }
+	}
+	if err := yaml.Unmarshal([]byte(fc.API), &obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(obj.Kind, obj.Metadata.Namespace, obj.Metadata.Name); err != nil {
+		t.Fatal(err)
+	}
+	waitDrift(t, c, "node1", nil)
+	if err := c.StopKubeProxy("node1"); err != nil {
 		t.Fatal(err)
 	}
 }
