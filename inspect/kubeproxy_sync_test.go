@@ -96,3 +96,30 @@ func TestReadKubeProxySync(t *testing.T) {
 		t.Errorf("error %v does not name the address", err)
 	}
 }
+
+// TestParseKubeProxySyncFailures reads the write failures kube-proxy
+// counts, labelled by family as v1.36.3 exports them (the lab's capture,
+// with the counters a failing kube-proxy adds).
+func TestParseKubeProxySyncFailures(t *testing.T) {
+	text, err := os.ReadFile("../testdata/kube-proxy-v1.36.3/two-nodes/node1.kube-proxy-metrics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = append(text, []byte(`# HELP kubeproxy_sync_proxy_rules_iptables_restore_failures_total [ALPHA] Cumulative proxy iptables restore failures
+# TYPE kubeproxy_sync_proxy_rules_iptables_restore_failures_total counter
+kubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family="IPv4"} 7
+kubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family="IPv6"} 1
+# HELP kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total [ALPHA] Cumulative proxy iptables partial restore failures
+# TYPE kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total counter
+kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total{ip_family="IPv4"} 2
+`)...)
+	for family, want := range map[string][2]uint64{"IPv4": {7, 2}, "IPv6": {1, 0}} {
+		s, err := ParseKubeProxySync(text, family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.RestoreFailures != want[0] || s.PartialRestoreFailures != want[1] || s.NFTablesFailures != 0 {
+			t.Errorf("%s: failures %d, %d partial, %d nft; want %d, %d, 0", family, s.RestoreFailures, s.PartialRestoreFailures, s.NFTablesFailures, want[0], want[1])
+		}
+	}
+}
