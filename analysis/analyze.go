@@ -325,6 +325,7 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 			fs = Compare(a.Expected, a.Observed)
 		}
 		a.Findings = append(a.Findings, fs...)
+		a.otherCopy(in)
 	} else {
 		a.Notes = append(a.Notes, "no API objects in the snapshot: behaviour is read from the rules alone, and only text-level checks run")
 	}

@@ -141,3 +141,11 @@ type Excerpter interface {
 type Causer interface {
 	Causes(node string) []behavior.Finding
 }
+
+// Copies is a plane whose state holds a second copy of kube-proxy's rules
+// that the kernel also runs (iptables' legacy and nf_tables backends):
+// Other is that copy as a plane of its own, and its name; nil when there
+// is none.
+type Copies interface {
+	Other() (Plane, string)
+}

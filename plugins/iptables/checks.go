@@ -187,7 +187,7 @@ func SplitBrain(node string, legacy, nft *Ruleset) []behavior.Finding {
 		Type: behavior.BackendSplitBrain, Node: node,
 		Expected: "KUBE chains in one iptables backend",
 		Observed: fmt.Sprintf("KUBE chains in both: legacy (%d rules) and nf_tables (%d rules)", countKube(legacy), countKube(nft)),
-		Message:  "kube-proxy's chains exist in both iptables-legacy and iptables-nft; packets traverse both, so stale rules in the unused backend still act",
+		Message:  "kube-proxy's chains exist in both iptables-legacy and iptables-nft, and the kernel runs both copies: the one kube-proxy no longer writes still acts",
 	}}
 }
 

@@ -106,6 +106,19 @@ func (p *Plane) Excerpt() string { return p.Rules.Excerpt }
 
 var _ dataplane.BackendNamer = (*Plane)(nil)
 
+var _ dataplane.Copies = (*Plane)(nil)
+
+// Other is the backend whose kube-proxy chains the plane does not walk,
+// when both backends hold some: the kernel runs both (BackendSplitBrain).
+func (p *Plane) Other() (dataplane.Plane, string) {
+	for name, rs := range p.Backends {
+		if rs != p.Rules && name != "unknown" && HasKubeChains(rs) && HasKubeChains(p.Rules) {
+			return &Plane{Rules: rs, Backends: map[string]*Ruleset{name: rs}}, name
+		}
+	}
+	return nil, ""
+}
+
 // Backend is the backend of the rules walked ("legacy", "nf_tables"), or
 // "" when the dump did not say.
 func (p *Plane) Backend() string {
