@@ -66,10 +66,10 @@ type state struct {
 	// decidedBy is the rule of another table than kube-proxy's, or a
 	// base chain's policy there, that dropped or rejected the packet.
 	decidedBy string
-	affKey                      string
-	affSecs                     int32
-	srcs                        []netip.Prefix
-	notes                       dataplane.Notes
+	affKey    string
+	affSecs   int32
+	srcs      []netip.Prefix
+	notes     dataplane.Notes
 	// out and res hold the one outcome of a statement or a chain that
 	// leaves a single branch (see one and ended), without allocating:
 	// most do, and a walk of a large node runs millions.
