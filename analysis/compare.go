@@ -78,16 +78,20 @@ func groupForeign(fs []behavior.Finding) []behavior.Finding {
 	}
 	for i, svcs := range services {
 		g := &out[i]
-		if len(svcs) == 1 && len(g.Frontends) == 1 {
+		if len(svcs) == 1 && len(g.Frontends) == 1 && len(g.Sources) <= 1 {
 			continue
 		}
 		if len(svcs) > 1 {
 			g.Service = ""
 		}
 		verdict, by, _ := strings.Cut(g.Observed, " by ")
-		g.Message = fmt.Sprintf("kube-proxy's rules for %s of %s are right, but %s %ss their connections from %s sources first: not kube-proxy's verdict",
+		does := verdict + "s"
+		if to, ok := strings.CutPrefix(verdict, "forward to "); ok {
+			does = "translates, to " + to + ","
+		}
+		g.Message = fmt.Sprintf("kube-proxy's rules for %s of %s are right, but %s %s their connections from %s sources first: not kube-proxy's verdict",
 			wording.Count(len(g.Frontends), "frontend", "frontends"), wording.Count(len(svcs), "Service", "Services"),
-			by, verdict, wording.And(g.Sources))
+			by, does, wording.And(g.Sources))
 	}
 	return out
 }
@@ -182,6 +186,11 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 		switch {
 		case oo.Verdict == behavior.Unknown:
 			// The path leaves what the input holds: nothing to compare.
+		case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward && oo.DecidedBy != "" && !sameSet(backendsOf(eo), backendsOf(oo)):
+			// Another component's DNAT took the connection first.
+			out = append(out, mk(behavior.ForeignVerdict, cls, "forward by kube-proxy's rules", "forward to "+backendList(oo)+" by "+oo.DecidedBy,
+				append([]behavior.Rule{{Text: oo.DecidedBy}}, oo.Rules...),
+				fmt.Sprintf("connections from %s to %s should get %s, but %s translates them first, to %s", sourceName(c), e.Key, describe(eo), oo.DecidedBy, backendList(oo))))
 		case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward:
 			forwardBoth = true
 			fs, policy := compareBackends(mk, e, c, eo, oo)

@@ -268,6 +268,9 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 	// byProxy: a masquerade on some branch is kube-proxy's; masqBy are the other
 	// components' chains that masqueraded the rest.
 	byProxy, masqBy := false, []string(nil)
+	// dnatBy is the rule of another component that translated every
+	// branch that reached a backend, "" when some other did.
+	dnatBy, dnats := "", 0
 	addBackend := func(ep string, b Branch) {
 		i := -1
 		if byEndpoint != nil {
@@ -306,6 +309,12 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 		switch {
 		case b.Verdict != Reject && b.Verdict != Drop && b.DNAT != "":
 			addBackend(b.DNAT, b)
+			if dnats == 0 || b.DecidedBy == dnatBy {
+				dnatBy = b.DecidedBy
+			} else {
+				dnatBy = ""
+			}
+			dnats++
 			if b.Masquerade {
 				masq = true
 				if b.MasqueradeBy == "" {
@@ -353,6 +362,9 @@ func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
 	case len(backends) > 0:
 		o.Verdict = behavior.Forward
 		o.Reason, o.Rules, o.DecidedBy = "", nil, ""
+		if len(missing) == 0 {
+			o.DecidedBy = dnatBy
+		}
 		for i := range backends {
 			backends[i].Probability = round(backends[i].Probability)
 		}

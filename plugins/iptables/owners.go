@@ -15,7 +15,8 @@ import (
 // specific first.
 var chainOwners = []struct{ prefix, owner string }{
 	{"DOCKER", "Docker"},
-	{"CNI-HOSTPORT-", "the CNI portmap plugin (a Pod's hostPort)"},
+	{"CNI-HOSTPORT-", "the CNI portmap plugin, for a Pod's hostPort"},
+	{"CNI-DN-", "the CNI portmap plugin, for a Pod's hostPort"},
 	{"CNI-", "a CNI plugin"},
 	{"FLANNEL-", "flannel"},
 	{"cali-", "Calico"},

@@ -583,6 +583,11 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		return s.one(flowReturn)
 	case "DNAT":
 		w.dnat(s, r)
+		if by := ruleOwner(table, c.Name, r); by != "" {
+			// Another component's DNAT (a hostPort's) takes the
+			// packet before kube-proxy's rules see it.
+			s.setRare().decidedBy = by
+		}
 		if !s.opts.Keeps(netip.AddrPortFrom(s.pkt.Dst, s.pkt.DstPort)) {
 			return nil // another backend than the one asked about
 		}
