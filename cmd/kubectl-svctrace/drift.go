@@ -25,12 +25,19 @@ programmed on a node (from the API objects) with what the node's rules do,
 and list the differences as typed findings (MissingFrontend, StaleFrontend,
 MissingEndpoint, StaleEndpoint, WeightMismatch, AffinityMismatch,
 FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch,
-NoEndpointsRuleMismatch), plus text-level checks: OrphanChain, LeftoverRules
-(userspace proxier, another proxy mode), BackendSplitBrain (KUBE chains in
-both iptables-legacy and iptables-nft), and in ipvs mode MissingVIPAddress
-and ExtraVIPAddress (kube-ipvs0), MissingSetMember and StaleSetMember
-(kube-proxy's ipsets), Weight0ReadyEndpoint and SchedulerMismatch. The comparison is on behaviour, never on rule text,
-so another kube-proxy release's layout raises nothing.
+NoEndpointsRuleMismatch), ForeignVerdict where another component's rule or
+a chain's policy decides a Service's connections before kube-proxy's rules,
+plus text-level checks: MissingJumpRule (kube-proxy's jumps from the built-in
+chains, a flushed table), OrphanChain, LeftoverRules (userspace proxier,
+another proxy mode), BackendSplitBrain (KUBE chains in both iptables-legacy
+and iptables-nft), and in ipvs mode MissingVIPAddress and ExtraVIPAddress
+(kube-ipvs0), MissingSetMember and StaleSetMember (kube-proxy's ipsets),
+Weight0ReadyEndpoint and SchedulerMismatch; and kube-proxy's own state:
+PodCIDRMismatch (its cluster CIDR against the node's Pods) and, on the node,
+KubeProxyNotSyncing (its /healthz and sync metrics). A cause is reported
+once, with the differences that follow from it folded in. The comparison is
+on behaviour, never on rule text, so another kube-proxy release's layout
+raises nothing.
 
 Without --snapshot or --local, the nodes are read from a workstation through
 the svctrace agent on each (deploy/agent.yaml), by exec through the API
