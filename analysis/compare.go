@@ -96,7 +96,7 @@ func groupForeign(fs []behavior.Finding) []behavior.Finding {
 	return out
 }
 
-// appendNew appends the values of add that to lacks.
+// appendNew appends to "to" the values of add it does not hold yet.
 func appendNew(to []string, add ...string) []string {
 	for _, a := range add {
 		if !slices.Contains(to, a) {

@@ -76,6 +76,15 @@ type rareState struct {
 	decidedBy string
 }
 
+// decided records who decided the branch's verdict: another component's
+// rule (by), or kube-proxy's own ("": a DNAT by another component before
+// it no longer decides).
+func (s *state) decided(by string) {
+	if by != "" || s.rare != nil && s.rare.decidedBy != "" {
+		s.setRare().decidedBy = by
+	}
+}
+
 // setRare is the branch's own copy of its rare state, to change.
 func (s *state) setRare() *rareState {
 	r := &rareState{}
@@ -569,15 +578,11 @@ func (w *Walker) apply(s *state, table string, c *Chain, r *Rule, p float64, dep
 		if s.rare != nil && s.rare.dropWhy != "" && (c.Name == "KUBE-MARK-DROP" || c.Name == "KUBE-FIREWALL") {
 			s.reason = s.rare.dropWhy
 		}
-		if by := ruleOwner(table, c.Name, r); by != "" {
-			s.setRare().decidedBy = by
-		}
+		s.decided(ruleOwner(table, c.Name, r))
 		return s.one(flowVerdict)
 	case "REJECT":
 		s.verdict, s.reason = string(dataplane.Reject), verdictReason(table, c, r)
-		if by := ruleOwner(table, c.Name, r); by != "" {
-			s.setRare().decidedBy = by
-		}
+		s.decided(ruleOwner(table, c.Name, r))
 		return s.one(flowVerdict)
 	case "RETURN":
 		return s.one(flowReturn)
