@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/svctrace/behavior"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -66,4 +67,23 @@ func slicesIndex(lines []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// TestREADMEFindings: the README's table of findings names every finding
+// type svctrace reports.
+func TestREADMEFindings(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n### Findings\n")
+	if !ok {
+		t.Fatal(`README.md has no section "Findings"`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n### ")
+	for _, typ := range behavior.FindingTypes {
+		if !regexp.MustCompile(`(?m)^\| ([A-Za-z]+ / )?` + typ + `( / [A-Za-z]+)? \|`).MatchString(sec) {
+			t.Errorf("the README's table of findings lacks %s", typ)
+		}
+	}
 }
