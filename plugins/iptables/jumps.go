@@ -103,9 +103,16 @@ func jumpChecks(rs *Ruleset, node string) (out []behavior.Finding, flushed map[s
 	return out, flushed
 }
 
-// holdsProxyChains: the table holds a chain of kube-proxy's own.
+// holdsProxyChains: the table holds one of the chains kube-proxy's jumps
+// lead to. Looked up by name: a large node's dump, read narrowly, makes
+// only the chains asked for.
 func holdsProxyChains(t *Table) bool {
-	return slices.ContainsFunc(t.chains(), func(c *Chain) bool { return ownChain(c.Name) })
+	for _, j := range entryJumps {
+		if t.Chain(j.target) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ownChain: a chain of kube-proxy's that holds rules (not its canary, nor
