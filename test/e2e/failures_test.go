@@ -101,8 +101,15 @@ func failureCorpus(t *testing.T, c *cluster) {
 				failingWrites(t, c, fc)
 				return
 			}
+			resynced := len(fc.ProxyArgs) == 0
+			resync := func() {
+				if !resynced {
+					resynced = true
+					c.syncOnceWith(t, "node1", c.proxyArgs)
+				}
+			}
 			if len(fc.ProxyArgs) > 0 {
-				t.Cleanup(func() { c.syncOnceWith(t, "node1", c.proxyArgs) })
+				t.Cleanup(resync)
 				c.syncOnceWith(t, "node1", append(slices.Clone(c.proxyArgs), fc.ProxyArgs...))
 			}
 			if fc.Do != "" {
@@ -112,9 +119,7 @@ func failureCorpus(t *testing.T, c *cluster) {
 			}
 			waitDrift(t, c, "node1", slices.Clone(fc.Want[c.mode]))
 			restore()
-			if len(fc.ProxyArgs) > 0 {
-				c.syncOnceWith(t, "node1", c.proxyArgs)
-			}
+			resync()
 			waitDrift(t, c, "node1", nil)
 		})
 	}
