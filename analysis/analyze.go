@@ -174,6 +174,7 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	a.Findings, textFindings = causedBy(a.Findings, textFindings, causes)
 	nameServices(textFindings, a.Expected)
 	a.Findings = foldOrphans(append(a.Findings, textFindings...))
+	a.Findings = append(a.Findings, watchChecks(node, a.Config.Sync, view.cluster, a.Findings)...)
 	a.Findings = behavior.Merge(a.Findings)
 	if e, ok := a.Plane.(dataplane.Excerpter); ok && e.Excerpt() != "" {
 		var left string

@@ -11,6 +11,8 @@ import (
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // podCIDRChecks hold kube-proxy's settings against the cluster's facts:
@@ -206,4 +208,81 @@ func (a *NodeAnalysis) otherCopy(in dataplane.ObserveInput) {
 			f.Message += " (" + listSome(diffs, 3) + ")"
 		}
 	}
+}
+
+// watchLag is how long after an API change kube-proxy may not have queued
+// it: its informers deliver in well under a second, and clocks of the API
+// server and the node may differ by some seconds.
+const watchLag = 30 * time.Second
+
+// watchChecks: kube-proxy that no longer sees the API. A frozen watch
+// queues nothing, so its /healthz stays 200; but a Service whose
+// differences are findings changed in the API (its objects' last write,
+// in managedFields) well after kube-proxy last queued any change: the
+// change never reached kube-proxy. fs are the node's findings.
+func watchChecks(node string, s *snapshot.ProxySync, c *snapshot.Cluster, fs []behavior.Finding) []behavior.Finding {
+	if s == nil || c == nil || s.Healthz == 503 || s.LastQueued.IsZero() {
+		return nil
+	}
+	changed := lastChanges(c)
+	var late []string
+	var latest time.Time
+	seen := map[string]bool{}
+	for _, f := range fs {
+		name, _, _ := strings.Cut(f.Service, ":")
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		t := changed[name]
+		if t.After(s.LastQueued.Add(watchLag)) && s.ReadAt.Sub(t) >= watchLag {
+			late = append(late, name+" at "+t.Format(time.RFC3339))
+			latest = later(latest, t)
+		}
+	}
+	if len(late) == 0 {
+		return nil
+	}
+	return []behavior.Finding{{
+		Type: behavior.KubeProxyNotSyncing, Node: node,
+		Expected: "kube-proxy queues the API's changes as they come",
+		Observed: "API changes after its last queued change not seen",
+		Rules:    []string{fmt.Sprintf("kube-proxy metrics at %s: last queued %s, last sync %s", s.ReadAt.Format(time.RFC3339), stamp(s.LastQueued), stamp(s.LastSync))},
+		Message: fmt.Sprintf("kube-proxy is not following the API: %s changed after its last queued change (%s), and it never queued them, so its watch of the API server is stuck while its /healthz stays %d, since nothing waits. The node's rules are what it saw last: restart kube-proxy, and look for what cut its connection to the API server",
+			listSome(late, 3), stamp(s.LastQueued), s.Healthz),
+	}}
+}
+
+// lastChanges are, by namespace/name, the last writes to each Service
+// and its EndpointSlices the API records (managedFields, else creation).
+func lastChanges(c *snapshot.Cluster) map[string]time.Time {
+	out := map[string]time.Time{}
+	note := func(key string, m metav1.ObjectMeta) {
+		t := m.CreationTimestamp.Time
+		for _, mf := range m.ManagedFields {
+			if mf.Time != nil {
+				t = later(t, mf.Time.Time)
+			}
+		}
+		out[key] = later(out[key], t)
+	}
+	for i := range c.Services {
+		s := &c.Services[i]
+		note(s.Namespace+"/"+s.Name, s.ObjectMeta)
+	}
+	for i := range c.EndpointSlices {
+		e := &c.EndpointSlices[i]
+		if svc := e.Labels[discoveryv1.LabelServiceName]; svc != "" {
+			note(e.Namespace+"/"+svc, e.ObjectMeta)
+		}
+	}
+	return out
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

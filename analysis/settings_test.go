@@ -7,6 +7,7 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/snapshot"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSyncChecks: kube-proxy is reported as not applying changes only on
@@ -84,5 +85,47 @@ func TestSplitBrainReadsBothCopies(t *testing.T) {
 		if !strings.Contains(split.Message, want) {
 			t.Errorf("the finding lacks %q: %s", want, split.Message)
 		}
+	}
+}
+
+// TestWatchChecks: an endpoint leaves default/web's EndpointSlice two
+// minutes after kube-proxy last queued a change, and the node's rules
+// still send to it: with /healthz 200 (nothing waits), kube-proxy never
+// saw the change. The same difference with the change older than its
+// last queued one is no sign of a frozen watch.
+func TestWatchChecks(t *testing.T) {
+	base := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	run := func(changedAt time.Time) []behavior.Finding {
+		s, err := snapshot.Load("../examples/lab-iptables-v1.36.3.snapshot.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range s.Cluster.EndpointSlices {
+			e := &s.Cluster.EndpointSlices[i]
+			if e.Name != "web-1" {
+				continue
+			}
+			e.Endpoints = e.Endpoints[:2]
+			e.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: changedAt}}}
+		}
+		ns, _ := s.Node("node1")
+		ns.KubeProxy.Sync = &snapshot.ProxySync{ReadAt: base.Add(5 * time.Minute), LastSync: base, LastQueued: base, Healthz: 200}
+		rep, err := Drift(s, DriftOptions{Family: "IPv4", Nodes: []string{"node1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Findings
+	}
+	fs := run(base.Add(2 * time.Minute))
+	var types []string
+	for _, f := range fs {
+		types = append(types, f.Type)
+	}
+	if strings.Join(types, " ") != "KubeProxyNotSyncing StaleEndpoint" || !strings.Contains(fs[0].Message, "default/web at 2026-11-29T04:02:00Z") {
+		t.Errorf("a change kube-proxy never queued: %+v", fs)
+	}
+	fs = run(base.Add(-time.Minute))
+	if len(fs) != 1 || fs[0].Type != behavior.StaleEndpoint {
+		t.Errorf("a change before kube-proxy's last queued one: %+v", fs)
 	}
 }
