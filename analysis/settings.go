@@ -253,8 +253,12 @@ func watchChecks(node string, s *snapshot.ProxySync, c *snapshot.Cluster, fs []b
 	}}
 }
 
-// lastChanges are, by namespace/name, the last writes to each Service
-// and its EndpointSlices the API records (managedFields, else creation).
+// lastChanges are, by namespace/name, the last changes of each Service
+// that kube-proxy must queue: its creation, and the last writes to its
+// EndpointSlices (managedFields, else their creation), which their
+// controller makes when the endpoints change. A Service's own later
+// writes are left out: one to its labels or annotations is no change to
+// kube-proxy.
 func lastChanges(c *snapshot.Cluster) map[string]time.Time {
 	out := map[string]time.Time{}
 	note := func(key string, m metav1.ObjectMeta) {
@@ -268,7 +272,8 @@ func lastChanges(c *snapshot.Cluster) map[string]time.Time {
 	}
 	for i := range c.Services {
 		s := &c.Services[i]
-		note(s.Namespace+"/"+s.Name, s.ObjectMeta)
+		key := s.Namespace + "/" + s.Name
+		out[key] = later(out[key], s.CreationTimestamp.Time)
 	}
 	for i := range c.EndpointSlices {
 		e := &c.EndpointSlices[i]
