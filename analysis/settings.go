@@ -121,8 +121,15 @@ func firstN(list []string, n int) []string {
 // never end). Whatever the rules show then is what it last managed to
 // write: the differences that follow are its consequences.
 func syncChecks(node string, s *snapshot.ProxySync) []behavior.Finding {
-	if s == nil || s.Healthz != 503 || !s.LastQueued.After(s.LastSync) {
+	// Releases before 1.33 share the sync metrics between the families,
+	// so one family's syncs may hide the other's trouble: /healthz, which
+	// goes by family, decides.
+	if s == nil || s.Healthz != 503 || s.NodeIneligible {
 		return nil
+	}
+	waited := "its /healthz says a change has waited longer than twice its sync period (its metrics, shared by both IP families before 1.33, do not show which)"
+	if s.LastQueued.After(s.LastSync) {
+		waited = "a change has waited " + s.ReadAt.Sub(s.LastQueued).Round(time.Second).String()
 	}
 	last := "it has never synced"
 	if !s.LastSync.IsZero() {
@@ -146,8 +153,8 @@ func syncChecks(node string, s *snapshot.ProxySync) []behavior.Finding {
 		Expected: "kube-proxy writes the changes it queues (/healthz 200)",
 		Observed: "a queued change is not written; /healthz 503",
 		Rules:    []string{fmt.Sprintf("kube-proxy metrics at %s: last sync %s, last queued %s", s.ReadAt.Format(time.RFC3339), stamp(s.LastSync), stamp(s.LastQueued))},
-		Message: fmt.Sprintf("kube-proxy is not applying changes: a change has waited %s, %s, and %s. The node's rules are what it last wrote; the other findings of the node follow from it",
-			s.ReadAt.Sub(s.LastQueued).Round(time.Second), last, cause),
+		Message: fmt.Sprintf("kube-proxy is not applying changes: %s, %s, and %s. The node's rules are what it last wrote; the other findings of the node follow from it",
+			waited, last, cause),
 	}}
 }
 
@@ -221,7 +228,7 @@ const watchLag = 30 * time.Second
 // in managedFields) well after kube-proxy last queued any change: the
 // change never reached kube-proxy. fs are the node's findings.
 func watchChecks(node string, s *snapshot.ProxySync, c *snapshot.Cluster, fs []behavior.Finding) []behavior.Finding {
-	if s == nil || c == nil || s.Healthz == 503 || s.LastQueued.IsZero() {
+	if s == nil || c == nil || s.Healthz == 503 && !s.NodeIneligible || s.LastQueued.IsZero() {
 		return nil
 	}
 	changed := lastChanges(c)

@@ -22,13 +22,19 @@ func TestSyncChecks(t *testing.T) {
 		t.Errorf("a stuck kube-proxy whose writes fail: %+v", fs)
 	}
 	for name, s := range map[string]snapshot.ProxySync{
-		"healthy":                       {ReadAt: at, LastSync: at.Add(-time.Second), LastQueued: at.Add(-2 * time.Second), Healthz: 200, RestoreFailures: 3},
-		"/healthz not read":             {ReadAt: at, LastSync: at.Add(-5 * time.Minute), LastQueued: at.Add(-4 * time.Minute)},
-		"unhealthy, nothing queued yet": {ReadAt: at, LastSync: at.Add(-time.Minute), LastQueued: at.Add(-2 * time.Minute), Healthz: 503},
+		"healthy":            {ReadAt: at, LastSync: at.Add(-time.Second), LastQueued: at.Add(-2 * time.Second), Healthz: 200, RestoreFailures: 3},
+		"/healthz not read":  {ReadAt: at, LastSync: at.Add(-5 * time.Minute), LastQueued: at.Add(-4 * time.Minute)},
+		"node being deleted": {ReadAt: at, LastSync: at.Add(-time.Minute), LastQueued: at.Add(-30 * time.Second), Healthz: 503, NodeIneligible: true},
 	} {
 		if fs := syncChecks("node1", &s); len(fs) != 0 {
 			t.Errorf("%s: %+v", name, fs)
 		}
+	}
+	// Before 1.33 one family's syncs can hide the other's: /healthz
+	// decides.
+	shared := snapshot.ProxySync{ReadAt: at, LastSync: at.Add(-time.Second), LastQueued: at.Add(-2 * time.Minute), Healthz: 503}
+	if fs := syncChecks("node1", &shared); len(fs) != 1 || !strings.Contains(fs[0].Message, "shared by both IP families") {
+		t.Errorf("a stuck family behind the other's syncs: %+v", fs)
 	}
 	if fs := syncChecks("node1", nil); len(fs) != 0 {
 		t.Errorf("not read: %+v", fs)

@@ -168,8 +168,10 @@ type ProxySync struct {
 	LastSync   time.Time `json:"lastSync,omitempty"`
 	LastQueued time.Time `json:"lastQueued,omitempty"`
 	// Healthz is the status code of its /healthz (0: not read): 503 once
-	// a queued change has waited longer than twice its sync period.
-	Healthz int `json:"healthz,omitempty"`
+	// a queued change has waited longer than twice its sync period, or
+	// when the node is being deleted (NodeIneligible: it says so).
+	Healthz        int  `json:"healthz,omitempty"`
+	NodeIneligible bool `json:"nodeIneligible,omitempty"`
 	// The syncs whose write to the kernel failed since it started.
 	RestoreFailures        uint64 `json:"restoreFailures,omitempty"`
 	PartialRestoreFailures uint64 `json:"partialRestoreFailures,omitempty"`

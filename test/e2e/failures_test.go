@@ -160,10 +160,27 @@ func failingWrites(t *testing.T, c *cluster, fc failureCase) {
 			t.Fatal(err)
 		}
 	}
+	var obj struct {
+		Kind     string `yaml:"kind"`
+		Metadata struct{ Name, Namespace string }
+	}
+	if err := yaml.Unmarshal([]byte(fc.API), &obj); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if err := c.StartKubeProxyVersion("node1", c.version, c.mode, append(slices.Clone(c.proxyArgs), fc.ProxyArgs...)...); err != nil {
 		t.Fatal(err)
 	}
+	// Whatever happens, the next case finds the API and node1 as the
+	// matrix left them: the change gone, kube-proxy stopped.
+	t.Cleanup(func() {
+		_ = os.Remove(fail)
+		_ = c.Delete(obj.Kind, obj.Metadata.Namespace, obj.Metadata.Name)
+		if c.KubeProxyRunning("node1") {
+			_ = c.WaitSynced("node1")
+			_ = c.StopKubeProxy("node1")
+		}
+	})
 	if err := os.WriteFile(fail, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -173,13 +190,6 @@ func failingWrites(t *testing.T, c *cluster, fc failureCase) {
 		t.Fatal(err)
 	}
 	waitDrift(t, c, "node1", nil)
-	var obj struct {
-		Kind     string `yaml:"kind"`
-		Metadata struct{ Name, Namespace string }
-	}
-	if err := yaml.Unmarshal([]byte(fc.API), &obj); err != nil {
-		t.Fatal(err)
-	}
 	if err := c.Delete(obj.Kind, obj.Metadata.Namespace, obj.Metadata.Name); err != nil {
 		t.Fatal(err)
 	}
