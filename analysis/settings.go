@@ -3,12 +3,10 @@ package analysis
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -87,7 +85,7 @@ func podCIDRChecks(node, family string, cfg snapshot.ProxyConfig, c *snapshot.Cl
 		Type: behavior.PodCIDRMismatch, Node: node,
 		Expected: "the node's Pods inside kube-proxy's cluster CIDR " + given,
 		Observed: wording.And(outside) + " outside it",
-		Rules:    firstN(rules, 6),
+		Rules:    wording.FirstN(rules, 6),
 		Message: fmt.Sprintf("kube-proxy's cluster CIDR (%s) does not cover %s: it takes their connections to Services for traffic from outside the cluster and masquerades them, so backends see the node's address and NetworkPolicies that allow them by source do not match. Set kube-proxy's --cluster-cidr (clusterCIDR) to the Pods' ranges",
 			given, wording.And(outside)),
 	}}
@@ -104,14 +102,6 @@ func settingsSource(cfg snapshot.ProxyConfig) string {
 		return "from its " + cfg.Source
 	}
 	return "as given"
-}
-
-// firstN keeps the first n of a list, with a count of the others.
-func firstN(list []string, n int) []string {
-	if len(list) <= n {
-		return list
-	}
-	return append(list[:n:n], fmt.Sprintf("... %d more", len(list)-n))
 }
 
 // syncChecks: kube-proxy that is not applying changes. Its /healthz turns
@@ -166,57 +156,6 @@ func stamp(t time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-// otherCopy reads the second copy of kube-proxy's rules the kernel runs
-// (iptables' other backend) as the walked one was read, and says in the
-// BackendSplitBrain finding what each copy gives. In the filter table
-// both copies act, and a drop in either decides; in the nat table both
-// hook PREROUTING and OUTPUT at priority -100, the kernel runs hooks of
-// one priority in the order they were registered, and the first nat table
-// that translates a new connection decides its backend: which copy that
-// is depends on which table was set up first in the node's network
-// namespace, which neither dump shows.
-func (a *NodeAnalysis) otherCopy(in dataplane.ObserveInput) {
-	cp, ok := a.Plane.(dataplane.Copies)
-	if !ok {
-		return
-	}
-	other, name := cp.Other()
-	if other == nil {
-		return
-	}
-	i := slices.IndexFunc(a.Findings, func(f behavior.Finding) bool { return f.Type == behavior.BackendSplitBrain })
-	if i < 0 {
-		return
-	}
-	walked := "the walked copy"
-	if n, ok := a.Plane.(dataplane.BackendNamer); ok && n.Backend() != "" {
-		walked = "the " + n.Backend() + " copy"
-	}
-	in.NoRules, in.HairpinDueOnly = true, true
-	theirs := Compare(a.Expected, dataplane.Observe(other, in))
-	mine := 0
-	for _, f := range a.Findings {
-		if f.Type != behavior.BackendSplitBrain && len(f.Frontends) > 0 {
-			mine++
-		}
-	}
-	f := &a.Findings[i]
-	f.Message += ". Which copy answers a new connection: in filter both act, and a drop in either decides; in nat both hook at priority -100, and the table the kernel registered first translates the connection, the other then does nothing, which neither dump shows"
-	switch {
-	case len(theirs) == 0 && mine == 0:
-		f.Message += ". Both copies give every frontend kube-proxy's behaviour: whichever answers, the Services work now; the copy kube-proxy no longer writes is a leftover to remove, which will differ at the next change"
-	default:
-		var diffs []string
-		for _, d := range theirs {
-			diffs = append(diffs, d.Type+" "+d.Service)
-		}
-		f.Message += fmt.Sprintf(". The findings here are %s's; were the %s copy to answer, its rules would give %s", walked, name, wording.Count(len(theirs), "difference", "differences"))
-		if len(diffs) > 0 {
-			f.Message += " (" + listSome(diffs, 3) + ")"
-		}
-	}
-}
-
 // watchLag is how long after an API change kube-proxy may not have queued
 // it: its informers deliver in well under a second, and clocks of the API
 // server and the node may differ by some seconds.
@@ -233,7 +172,6 @@ func watchChecks(node string, s *snapshot.ProxySync, c *snapshot.Cluster, fs []b
 	}
 	changed := lastChanges(c)
 	var late []string
-	var latest time.Time
 	seen := map[string]bool{}
 	for _, f := range fs {
 		name, _, _ := strings.Cut(f.Service, ":")
@@ -244,7 +182,6 @@ func watchChecks(node string, s *snapshot.ProxySync, c *snapshot.Cluster, fs []b
 		t := changed[name]
 		if t.After(s.LastQueued.Add(watchLag)) && s.ReadAt.Sub(t) >= watchLag {
 			late = append(late, name+" at "+t.Format(time.RFC3339))
-			latest = later(latest, t)
 		}
 	}
 	if len(late) == 0 {

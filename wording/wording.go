@@ -39,3 +39,12 @@ func And(words []string) string {
 		return strings.Join(words[:n-1], ", ") + " and " + words[n-1]
 	}
 }
+
+// FirstN keeps the first n of a list, with a last line counting the
+// others ("... 3 more").
+func FirstN(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(list[:n:n], fmt.Sprintf("... %d more", len(list)-n))
+}

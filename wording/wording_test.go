@@ -28,3 +28,13 @@ func TestAnd(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstN(t *testing.T) {
+	list := []string{"a", "b", "c", "d"}
+	if got := FirstN(list, 4); len(got) != 4 {
+		t.Errorf("FirstN of 4 by 4 = %q", got)
+	}
+	if got := FirstN(list, 2); len(got) != 3 || got[2] != "... 2 more" || list[2] != "c" {
+		t.Errorf("FirstN of 4 by 2 = %q (list now %q)", got, list)
+	}
+}

@@ -16,15 +16,7 @@ import (
 // test/e2e/testdata/failures.yaml is a line of the section with each of
 // its upstream links, and every scenario file the section names exists.
 func TestREADMEFailures(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(readme), "\n## Failures svctrace catches\n")
-	if !ok {
-		t.Fatal(`README.md has no section "Failures svctrace catches"`)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
+	sec := readmeSection(t, "## Failures svctrace catches")
 	b, err := os.ReadFile("../../test/e2e/testdata/failures.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -72,18 +64,27 @@ func slicesIndex(lines []string, s string) int {
 // TestREADMEFindings: the README's table of findings names every finding
 // type svctrace reports.
 func TestREADMEFindings(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(readme), "\n### Findings\n")
-	if !ok {
-		t.Fatal(`README.md has no section "Findings"`)
-	}
-	sec, _, _ = strings.Cut(sec, "\n### ")
+	sec := readmeSection(t, "### Findings")
 	for _, typ := range behavior.FindingTypes {
 		if !regexp.MustCompile(`(?m)^\| ([A-Za-z]+ / )?` + typ + `( / [A-Za-z]+)? \|`).MatchString(sec) {
 			t.Errorf("the README's table of findings lacks %s", typ)
 		}
 	}
+}
+
+// readmeSection is the README's section under heading ("## Title"), up
+// to the next heading of its level.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no section %q", heading)
+	}
+	level, _, _ := strings.Cut(heading, " ")
+	sec, _, _ = strings.Cut(sec, "\n"+level+" ")
+	return sec
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/wording"
 )
 
 // leftover chain names of other proxy modes: the userspace proxier and
@@ -302,10 +303,7 @@ func chainRules(c *Chain) []string {
 		out = append(out, r.Raw)
 	}
 	sort.Strings(out)
-	if len(out) > 5 {
-		out = append(out[:5], fmt.Sprintf("... %d more", len(out)-5))
-	}
-	return out
+	return wording.FirstN(out, 5)
 }
 
 // proxyFixedChains are the chains of fixed name kube-proxy (any mode of any

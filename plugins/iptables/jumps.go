@@ -40,8 +40,6 @@ var entryJumps = []entryJump{
 	{"nat", "POSTROUTING", "KUBE-POSTROUTING", nil},
 }
 
-func (j entryJump) String() string { return j.table + " " + j.hook + " -j " + j.target }
-
 // jumpChecks are the MissingJumpRule findings of a whole dump of a node in
 // iptables mode: for each table that holds kube-proxy's chains, the jumps
 // from the built-in chains it lacks, one finding for each, or one for the
@@ -229,15 +227,7 @@ func hookRules(t *Table, hook string) []string {
 	for _, r := range c.Rules() {
 		out = append(out, t.Name+" "+r.Raw)
 	}
-	return firstN(out, 5)
-}
-
-// firstN keeps the first n of rules, with a count of the others.
-func firstN(rules []string, n int) []string {
-	if len(rules) <= n {
-		return rules
-	}
-	return append(rules[:n:n], fmt.Sprintf("... %d more", len(rules)-n))
+	return wording.FirstN(out, 5)
 }
 
 func sourceNames(cs []behavior.SourceClass) []string {

@@ -9,6 +9,7 @@ import (
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/wording"
 )
 
 // Checks looks for what behaviour cannot show: kube-proxy's per-service
@@ -61,7 +62,7 @@ func (p *Plane) Checks(node, mode string) []behavior.Finding {
 			Type: behavior.LeftoverRules, Node: node,
 			Expected: "no KUBE-* chains outside kube-proxy's table",
 			Observed: fmt.Sprintf("table %s holds %d KUBE-* chains with %d rules: %s", t.ID(), len(kube), n, strings.Join(chainNames(kube), ", ")),
-			Rules:    firstRules(rules),
+			Rules:    wording.FirstN(rules, 5),
 			Message: fmt.Sprintf("table %s holds chains of kube-proxy's iptables or ipvs mode (written through iptables-nft); they are leftovers on a node whose kube-proxy runs in nftables mode, and packets still traverse them",
 				t.ID()),
 		})
@@ -182,7 +183,7 @@ func orphans(t *Table, node string) []behavior.Finding {
 			Type: behavior.OrphanChain, Node: node, Service: spn,
 			Expected: "no chain",
 			Observed: fmt.Sprintf("%s chain %s with %d rules, unreachable", t.ID(), c.Name, len(rules)),
-			Rules:    firstRules(rules),
+			Rules:    wording.FirstN(rules, 5),
 			Endpoint: dnatTarget(rules),
 			Message: fmt.Sprintf("chain %s in %s is not the target of any rule or map element: kube-proxy did not clean it up "+
 				"(it flushes a stale chain and deletes it a second later, so only a lasting one is a problem)", c.Name, t.ID()),
@@ -253,13 +254,6 @@ func chainNames(cs []*Chain) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func firstRules(rules []string) []string {
-	if len(rules) > 5 {
-		return append(rules[:5:5], fmt.Sprintf("... %d more", len(rules)-5))
-	}
-	return rules
 }
 
 // dnatTarget is the endpoint a chain's rules DNAT to ("" if none): an
