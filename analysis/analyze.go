@@ -155,6 +155,12 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	}
 	if view.view != nil {
 		a.Findings = append(a.Findings, podCIDRChecks(node, family, a.Config, view.cluster, view.view.PodCIDRs)...)
+		a.Findings = append(a.Findings, serviceCIDRChecks(node, family, view.cluster, view.view.PodCIDRs)...)
+		local := a.state.Addresses
+		if a.source == "import" {
+			local = nil
+		}
+		a.Findings = append(a.Findings, nodePortChecks(node, a.Config, a.View, local)...)
 	}
 	a.Findings = append(a.Findings, syncChecks(node, a.Config.Sync)...)
 	a.Notes = slices.Insert(a.Notes, planeNotes, a.Plane.Notes()...)

@@ -114,24 +114,15 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 	if len(spec) == 0 && in.Config.Mode == "nftables" {
 		spec = []string{"primary"}
 	}
-	if len(spec) == 0 && in.Config.Mode == "ipvs" {
+	cidrs, all := nodePortCIDRs(spec, in.View.Family, in.View.NodeIPs)
+	if all && in.Config.Mode == "ipvs" {
 		return in.ipvsNodePortIPs()
 	}
-	if len(spec) == 0 {
+	if all {
 		return nil, nil
 	}
 	var cands []string
-	for _, s := range spec {
-		if s == "primary" {
-			if len(in.View.NodeIPs) > 0 {
-				cands = append(cands, in.View.NodeIPs[0])
-			}
-			continue
-		}
-		pfx, err := netip.ParsePrefix(s)
-		if err != nil {
-			continue
-		}
+	for _, pfx := range cidrs {
 		for _, ip := range append(append([]string(nil), in.View.NodeIPs...), in.LocalAddrs...) {
 			if a, err := netip.ParseAddr(ip); err == nil && pfx.Contains(a) && !a.IsLoopback() {
 				cands = append(cands, ip)
@@ -155,7 +146,9 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 	if how != "" {
 		notes = append(notes, how)
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && len(givenNodePortCIDRs(spec, in.View.Family)) == 0 {
+		// Given CIDRs that match no address are a finding
+		// (nodePortChecks); this is kube-proxy's own choice of address.
 		notes = append(notes, fmt.Sprintf("nodePortAddresses %v match no local address of node %s: NodePorts are reachable on no address there", spec, in.View.Node))
 	}
 	return out, notes

@@ -53,13 +53,22 @@ const (
 	// KubeProxyNotSyncing: kube-proxy has changes queued that it has not
 	// written for longer than its own health check allows.
 	KubeProxyNotSyncing = "KubeProxyNotSyncing"
+	// NodePortAddressesMismatch: the ranges kube-proxy's nodePortAddresses
+	// were given hold none of the node's addresses, so its NodePorts
+	// answer nowhere.
+	NodePortAddressesMismatch = "NodePortAddressesMismatch"
+	// ServiceCIDROverlap: Pods of the node have addresses in the Service
+	// range (the API server's, or a Service's ClusterIP), where kube-proxy
+	// takes connections to them for connections to Services.
+	ServiceCIDROverlap = "ServiceCIDROverlap"
 )
 
 // FindingTypes are the finding types above, for those that list them
 // all (the exporter, which shows each with its count, zero included).
 var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
 	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
-	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch, ForeignVerdict, PodCIDRMismatch, KubeProxyNotSyncing}
+	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch, ForeignVerdict, PodCIDRMismatch, KubeProxyNotSyncing,
+	NodePortAddressesMismatch, ServiceCIDROverlap}
 
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.

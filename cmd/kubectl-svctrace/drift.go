@@ -33,8 +33,10 @@ another proxy mode), BackendSplitBrain (KUBE chains in both iptables-legacy
 and iptables-nft), and in ipvs mode MissingVIPAddress and ExtraVIPAddress
 (kube-ipvs0), MissingSetMember and StaleSetMember (kube-proxy's ipsets),
 Weight0ReadyEndpoint and SchedulerMismatch; and kube-proxy's own state:
-PodCIDRMismatch (its cluster CIDR against the node's Pods) and, on the node,
-KubeProxyNotSyncing (its /healthz and sync metrics). A cause is reported
+PodCIDRMismatch (its cluster CIDR against the node's Pods),
+NodePortAddressesMismatch (its nodePortAddresses against the node's
+addresses), ServiceCIDROverlap (the node's Pods in the Service range) and,
+on the node, KubeProxyNotSyncing (its /healthz and sync metrics). A cause is reported
 once, with the differences that follow from it folded in. The comparison is
 on behaviour, never on rule text, so another kube-proxy release's layout
 raises nothing.
