@@ -34,12 +34,21 @@ type failureCase struct {
 	// beyond the lab's (its settings are the failure) until it has
 	// synced, and stop it again; undone, it syncs once with the lab's.
 	ProxyArgs []string `yaml:"proxy_args"`
+	// Running keeps that kube-proxy running while drift is checked, so
+	// that its settings are read from it (/configz) rather than from its
+	// rules; it is stopped before the case is undone.
+	Running bool `yaml:"running"`
 	// FailWrites names kernel tools (iptables-restore) whose runs fail
 	// for node1's kube-proxy, started for the case (with ProxyArgs) and
 	// kept running while drift is checked; API is a manifest applied
 	// then, and deleted once its writes work again.
 	FailWrites []string `yaml:"fail_writes"`
 	API        string   `yaml:"api"`
+	// FreezeAPI starts node1's kube-proxy (with ProxyArgs) through a
+	// relay to the API server that then freezes (connections kept open,
+	// nothing passed); API is applied once kube-proxy has queued nothing
+	// for longer than svctrace allows a watch to lag.
+	FreezeAPI bool `yaml:"freeze_api"`
 	// Want are, by mode, the findings (prefixes of "TYPE SERVICE
 	// EXPECTED|OBSERVED"), the whole list.
 	Want map[string][]string `yaml:"want"`
@@ -57,7 +66,7 @@ func loadFailures(t *testing.T) []failureCase {
 		t.Fatalf("testdata/failures.yaml: %v", err)
 	}
 	for _, fc := range cases {
-		if fc.Name == "" || len(fc.Links) == 0 || fc.Do == "" && len(fc.ProxyArgs) == 0 && len(fc.FailWrites) == 0 || len(fc.Modes) == 0 {
+		if fc.Name == "" || len(fc.Links) == 0 || fc.Do == "" && len(fc.ProxyArgs) == 0 && len(fc.FailWrites) == 0 && !fc.FreezeAPI || len(fc.Modes) == 0 {
 			t.Fatalf("testdata/failures.yaml: case %q lacks a name, a link, what it does or its modes", fc.Name)
 		}
 		for _, m := range fc.Modes {
@@ -101,6 +110,10 @@ func failureCorpus(t *testing.T, c *cluster) {
 				failingWrites(t, c, fc)
 				return
 			}
+			if fc.FreezeAPI {
+				frozenWatch(t, c, fc)
+				return
+			}
 			resynced := len(fc.ProxyArgs) == 0
 			resync := func() {
 				if !resynced {
@@ -108,9 +121,27 @@ func failureCorpus(t *testing.T, c *cluster) {
 					c.syncOnceWith(t, "node1", c.proxyArgs)
 				}
 			}
+			stop := func() {
+				if c.KubeProxyRunning("node1") {
+					if err := c.StopKubeProxy("node1"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			if len(fc.ProxyArgs) > 0 {
 				t.Cleanup(resync)
-				c.syncOnceWith(t, "node1", append(slices.Clone(c.proxyArgs), fc.ProxyArgs...))
+				args := append(slices.Clone(c.proxyArgs), fc.ProxyArgs...)
+				if fc.Running {
+					t.Cleanup(stop)
+					if err := c.StartKubeProxyVersion("node1", c.version, c.mode, args...); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.WaitSynced("node1"); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					c.syncOnceWith(t, "node1", args)
+				}
 			}
 			if fc.Do != "" {
 				if out, err := c.Exec("node1", "sh", "-ec", fc.Do); err != nil {
@@ -118,6 +149,7 @@ func failureCorpus(t *testing.T, c *cluster) {
 				}
 			}
 			waitDrift(t, c, "node1", slices.Clone(fc.Want[c.mode]))
+			stop()
 			restore()
 			resync()
 			waitDrift(t, c, "node1", nil)
@@ -160,13 +192,7 @@ func failingWrites(t *testing.T, c *cluster, fc failureCase) {
 			t.Fatal(err)
 		}
 	}
-	var obj struct {
-		Kind     string `yaml:"kind"`
-		Metadata struct{ Name, Namespace string }
-	}
-	if err := yaml.Unmarshal([]byte(fc.API), &obj); err != nil {
-		t.Fatal(err)
-	}
+	obj := apiObject(t, fc.API)
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if err := c.StartKubeProxyVersion("node1", c.version, c.mode, append(slices.Clone(c.proxyArgs), fc.ProxyArgs...)...); err != nil {
 		t.Fatal(err)
