@@ -127,6 +127,7 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 		return nil, err
 	}
 	a.Plane = plane
+	pl.lendGates(plane)
 	if note != "" {
 		a.Notes = append(a.Notes, note)
 	}

@@ -104,6 +104,22 @@ func (p *planes) choose(node, mode string) (dataplane.Plane, string, error) {
 	return nil, "", fmt.Errorf("node %s: the snapshot holds no %s rules of this node (no %s)", node, p.family, strings.Join(wants, ", no "))
 }
 
+// lendGates gives the chosen plane, when its walks can consult another
+// plane's tables (an iptables walk the nftables tables of a firewall),
+// the first other plane of the node that can judge its packets.
+func (p *planes) lendGates(active dataplane.Plane) {
+	t, ok := active.(dataplane.GateTaker)
+	if !ok {
+		return
+	}
+	for _, pl := range p.loaded {
+		if g, ok := pl.(dataplane.GateGiver); ok && pl != active {
+			t.WithGate(g)
+			return
+		}
+	}
+}
+
 // beyond narrows the modes holding kube-proxy's objects to the chosen one
 // and those holding more than the chosen mode keeps there itself (ipvs
 // mode keeps iptables rules: they are no other mode's).

@@ -19,6 +19,10 @@ type Extensions struct {
 	// is delivered to a local socket: the ways it goes on (IPVS's real
 	// servers), or nil when the packet is delivered locally as it is.
 	LocalIn func(pkt Packet, o dataplane.WalkOptions) []Onward
+	// Gate judges the packet after the iptables tables of the hooks it
+	// knows, by rules no iptables dump shows (another component's
+	// nftables table); nil: none.
+	Gate dataplane.Gate
 }
 
 // SetLookup tells whether a packet matches an ipset, its dimensions taken

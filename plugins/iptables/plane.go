@@ -24,6 +24,9 @@ type Plane struct {
 	// notes, and which planes hold more than the chosen one.
 	leftMu sync.Mutex
 	left   map[[2]string]leftovers
+	// gates judges packets by other components' nftables tables (see
+	// WithGate); nil: none known.
+	gates dataplane.GateGiver
 }
 
 // leftovers are ModeLeftovers' answers over every backend.
@@ -42,8 +45,17 @@ func (p *Plane) HasKubeProxy() bool { return HasKubeChains(p.Rules) }
 
 // Walker implements dataplane.Plane.
 func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
+	if p.gates != nil {
+		if g := p.gates.Gate(env); g != nil {
+			return NewWalkerWith(p.Rules, env, Extensions{Gate: g})
+		}
+	}
 	return NewWalker(p.Rules, env)
 }
+
+// WithGate implements dataplane.GateTaker: the walks consult g's Gate
+// after the iptables tables of each hook.
+func (p *Plane) WithGate(g dataplane.GateGiver) { p.gates = g }
 
 // Frontends implements dataplane.Plane.
 func (p *Plane) Frontends() []behavior.Frontend {

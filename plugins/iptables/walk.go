@@ -116,6 +116,8 @@ type walkState struct {
 	scope *walkScope
 	// opts are the walk's options, which its states point to.
 	opts dataplane.WalkOptions
+	// orig is the packet as the walk started (for a Gate).
+	orig Packet
 	// states hands out the walk's states, results its lists of results
 	// (the branches a rule splits a walk into).
 	states  stateArena
@@ -330,7 +332,7 @@ func (w *Walker) AppendWalk(out []dataplane.Branch, p Packet, o dataplane.WalkOp
 // branches to out.
 func (w *Walker) appendWalk(out []dataplane.Branch, p Packet, o dataplane.WalkOptions, sc *walkScope) []dataplane.Branch {
 	ws := w.walks.Get().(*walkState)
-	ws.scope, ws.opts = sc, o
+	ws.scope, ws.opts, ws.orig = sc, o, p
 	start := ws.states.take()
 	*start = state{pkt: p, prob: 1, opts: &ws.opts, walk: ws}
 	w.runHooks(start, dataplane.EntryHooks(p.Entry), &out)
@@ -359,12 +361,40 @@ func (w *Walker) runHooks(s *state, hooks []dataplane.Hook, out *[]dataplane.Bra
 		w.runTables(s, hc, 0, rest, out)
 		return
 	}
+	if w.gated(s, h, out) {
+		return
+	}
 	w.runHooks(s, rest, out)
+}
+
+// gated applies the walker's Gate at hook h to a packet the hook's
+// iptables tables let through: when another component's rule ends it, the
+// branch ends there, and gated reports true.
+func (w *Walker) gated(s *state, h dataplane.Hook, out *[]dataplane.Branch) bool {
+	if w.ext.Gate == nil {
+		return false
+	}
+	b, ok := w.ext.Gate.Judge(h, s.walk.orig, s.pkt, s.dnat != "")
+	if !ok {
+		return false
+	}
+	if !s.opts.NoHops {
+		for _, hop := range b.Hops {
+			s.addHop(hop)
+		}
+	}
+	s.verdict, s.reason = string(b.Verdict), b.Reason
+	s.setRare().decidedBy = b.DecidedBy
+	*out = append(*out, s.finish())
+	return true
 }
 
 // runTables runs the hook's chains from its table i on.
 func (w *Walker) runTables(s *state, hc *hookChains, i int, rest []dataplane.Hook, out *[]dataplane.Branch) {
 	if i == len(hc.tables) {
+		if w.gated(s, dataplane.Hook(strings.ToLower(hc.name)), out) {
+			return
+		}
 		if hc.name == "INPUT" && w.localIn(s, rest, out) {
 			return
 		}

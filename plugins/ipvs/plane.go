@@ -19,6 +19,9 @@ import (
 type Plane struct {
 	table  *Table
 	family string
+	// gates judges packets by other components' nftables tables (see
+	// WithGate); nil: none known.
+	gates dataplane.GateGiver
 	// nodeAddrs are the node's own addresses, without those bound on
 	// kube-ipvs0 (the virtual addresses).
 	nodeAddrs map[netip.Addr]bool
@@ -94,8 +97,16 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 	for _, v := range p.vips {
 		local.LocalAddrs = append(local.LocalAddrs, v.Addr())
 	}
-	return iptables.NewWalkerWith(p.rules.Rules, local, iptables.Extensions{Sets: p.sets, LocalIn: p.lookup})
+	ext := iptables.Extensions{Sets: p.sets, LocalIn: p.lookup}
+	if p.gates != nil {
+		ext.Gate = p.gates.Gate(local)
+	}
+	return iptables.NewWalkerWith(p.rules.Rules, local, ext)
 }
+
+// WithGate implements dataplane.GateTaker: the walks consult g's Gate
+// after the iptables tables of each hook.
+func (p *Plane) WithGate(g dataplane.GateGiver) { p.gates = g }
 
 // Table is the plane's IPVS table.
 func (p *Plane) Table() *Table { return p.table }
