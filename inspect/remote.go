@@ -48,7 +48,7 @@ type Remote struct {
 type ErrNoAgent struct{ Node, Why string }
 
 func (e *ErrNoAgent) Error() string {
-	return fmt.Sprintf("node %s: %s; deploy the agent (kubectl apply -f deploy/, see the README), or read the node on it with --local", e.Node, e.Why)
+	return fmt.Sprintf("node %s: %s; deploy the agent (kubectl apply -f deploy/, see docs/cluster.md), or read the node on it with --local", e.Node, e.Why)
 }
 
 // AgentPod is the running agent Pod on node.

@@ -138,12 +138,12 @@ func TestTUINeedsATerminal(t *testing.T) {
 	}
 }
 
-// readmeScreen compares a screen with the README's capture of it: the
+// readmeScreen compares a screen with docs/tui.md's capture of it: the
 // ```text block after the line "<!-- tui screen: NAME -->". With -update
 // the block is rewritten from the screen.
 func readmeScreen(t *testing.T, name, screen string) {
 	t.Helper()
-	path := filepath.Join("..", "..", "README.md")
+	path := filepath.Join("..", "..", "docs", "tui.md")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -152,14 +152,14 @@ func readmeScreen(t *testing.T, name, screen string) {
 	marker := "<!-- tui screen: " + name + " -->"
 	start := slices.Index(lines, marker)
 	if start < 0 || start+1 >= len(lines) || lines[start+1] != "```text" {
-		t.Fatalf("README.md has no %q followed by a ```text block", marker)
+		t.Fatalf("docs/tui.md has no %q followed by a ```text block", marker)
 	}
 	end := start + 2
 	for end < len(lines) && lines[end] != "```" {
 		end++
 	}
 	if end == len(lines) {
-		t.Fatalf("README.md: the block after %q does not end", marker)
+		t.Fatalf("docs/tui.md: the block after %q does not end", marker)
 	}
 	var got []string
 	for _, l := range strings.Split(strings.TrimRight(screen, "\n"), "\n") {
@@ -173,7 +173,7 @@ func readmeScreen(t *testing.T, name, screen string) {
 		return
 	}
 	if want := lines[start+2 : end]; !slices.Equal(got, want) {
-		t.Errorf("README.md's %s screen is not what the binary draws (go test ./cmd/kubectl-svctrace -run TestTUIInTmux -update rewrites it):\n--- drawn\n%s\n--- README\n%s",
+		t.Errorf("docs/tui.md's %s screen is not what the binary draws (go test ./cmd/kubectl-svctrace -run TestTUIInTmux -update rewrites it):\n--- drawn\n%s\n--- docs/tui.md\n%s",
 			name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -8,7 +8,7 @@
 //
 //	go run ./hack/image [-version v0.1.0] [-o svctrace-image.tar] [-push registry.example/svctrace:v0.1.0]
 //
-// hack/image.sh runs it; the README says how to use the result.
+// hack/image.sh runs it; docs/install.md says how to use the result.
 package main
 
 import (
