@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/svctrace/svctrace/model"
 	"strings"
 	"time"
 
@@ -131,6 +132,6 @@ func findingKey(f behavior.Finding) string {
 
 // serviceOf is the namespace/name of a finding's Service ("" for none).
 func serviceOf(f behavior.Finding) string {
-	name, _, _ := strings.Cut(f.Service, ":")
+	name := model.ParseServicePortName(f.Service).Service()
 	return name
 }

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"github.com/svctrace/svctrace/model"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,11 +47,8 @@ func ParseServiceRef(s, defaultNS string) (ServiceRef, error) {
 // Matches reports whether a ServicePortName ("ns/name:port") is of the
 // referenced Service (and port, when the reference names one).
 func (r ServiceRef) Matches(spn string) bool {
-	base := r.Namespace + "/" + r.Name
-	if spn != base && !strings.HasPrefix(spn, base+":") {
-		return false
-	}
-	return r.Port == "" || spn == base+":"+r.Port
+	n := model.ParseServicePortName(spn)
+	return n.Namespace == r.Namespace && n.Name == r.Name && (r.Port == "" || n.Port == r.Port)
 }
 
 // Resolve checks a reference against the API objects and returns it in
@@ -153,7 +151,7 @@ func (r ServiceRef) checkNamedInRules(t *behavior.Table) error {
 			return nil
 		}
 		if f.Service != "" {
-			base, _, _ := strings.Cut(f.Service, ":")
+			base := model.ParseServicePortName(f.Service).Service()
 			named = append(named, base)
 		}
 	}

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"github.com/svctrace/svctrace/model"
 	"net/netip"
 	"strings"
 	"time"
@@ -174,7 +175,7 @@ func watchChecks(node string, s *snapshot.ProxySync, c *snapshot.Cluster, fs []b
 	var late []string
 	seen := map[string]bool{}
 	for _, f := range fs {
-		name, _, _ := strings.Cut(f.Service, ":")
+		name := model.ParseServicePortName(f.Service).Service()
 		if name == "" || seen[name] {
 			continue
 		}

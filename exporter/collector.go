@@ -5,6 +5,7 @@
 package exporter
 
 import (
+	"github.com/svctrace/svctrace/model"
 	"sort"
 	"strings"
 	"time"
@@ -209,7 +210,7 @@ func byService(fs []behavior.Finding) []serviceFindings {
 	idx := map[[3]string]int{}
 	var out []serviceFindings
 	for _, f := range fs {
-		name, _, _ := strings.Cut(f.Service, ":")
+		name := model.ParseServicePortName(f.Service).Service()
 		ns, svc, ok := strings.Cut(name, "/")
 		if !ok {
 			continue
@@ -236,7 +237,7 @@ func byEndpoint(fs []behavior.Finding) []endpointFindings {
 	idx := map[[4]string]int{}
 	var out []endpointFindings
 	for _, f := range fs {
-		name, _, _ := strings.Cut(f.Service, ":")
+		name := model.ParseServicePortName(f.Service).Service()
 		ns, svc, ok := strings.Cut(name, "/")
 		if !ok || f.Endpoint == "" {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/svctrace/svctrace/model"
 	"net/netip"
 	"slices"
 	"strings"
@@ -274,7 +275,7 @@ func fixes(c dataplane.Change, findings []behavior.Finding) []string {
 
 // serviceOf is the "namespace/name" of a Service port name.
 func serviceOf(spn string) string {
-	svc, _, _ := strings.Cut(spn, ":")
+	svc := model.ParseServicePortName(spn).Service()
 	return svc
 }
 

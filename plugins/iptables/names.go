@@ -3,6 +3,7 @@ package iptables
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"github.com/svctrace/svctrace/model"
 	"strings"
 )
 
@@ -59,14 +60,11 @@ func SPNFromComment(c string) (string, bool) {
 	if !validName(ns) {
 		return "", false
 	}
-	name, port, _ := strings.Cut(rest, ":")
-	if !validName(name) {
+	spn := model.ParseServicePortName(word)
+	if !validName(spn.Name) {
 		return "", false
 	}
-	if port == "" {
-		return ns + "/" + name, true
-	}
-	return ns + "/" + name + ":" + port, true
+	return spn.String(), true
 }
 
 func validName(s string) bool {

@@ -1,6 +1,8 @@
 package iptables
 
-import "strings"
+import (
+	"github.com/svctrace/svctrace/model"
+)
 
 // planScope says which chains and rules a plan compares.
 type planScope struct {
@@ -43,7 +45,7 @@ func (s planScope) rule(x string) bool {
 
 // serviceOf is the "namespace/name" of a Service port name.
 func serviceOf(spn string) string {
-	svc, _, _ := strings.Cut(spn, ":")
+	svc := model.ParseServicePortName(spn).Service()
 	return svc
 }
 

@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"fmt"
+	"github.com/svctrace/svctrace/model"
 	"slices"
 	"strings"
 
@@ -199,7 +200,7 @@ func commonService(elems []string) string {
 
 // spnService is the "namespace/name" of a Service port name.
 func spnService(spn string) string {
-	svc, _, _ := strings.Cut(spn, ":")
+	svc := model.ParseServicePortName(spn).Service()
 	return svc
 }
 
