@@ -1,12 +1,12 @@
 package agent
 
 import (
-	"github.com/svctrace/svctrace/model"
 	"strings"
 	"time"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/model"
 )
 
 // kube-proxy applies an API change only at its next sync, seconds or

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"github.com/svctrace/svctrace/model"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/suggest"
 )

@@ -2,12 +2,12 @@ package analysis
 
 import (
 	"fmt"
-	"github.com/svctrace/svctrace/model"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
 	discoveryv1 "k8s.io/api/discovery/v1"

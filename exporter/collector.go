@@ -5,7 +5,6 @@
 package exporter
 
 import (
-	"github.com/svctrace/svctrace/model"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/svctrace/svctrace/agent"
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
 )
 
 // Collector makes the agent's metrics from its status at each scrape.

@@ -3,8 +3,9 @@ package iptables
 import (
 	"crypto/sha256"
 	"encoding/base32"
-	"github.com/svctrace/svctrace/model"
 	"strings"
+
+	"github.com/svctrace/svctrace/model"
 )
 
 // Chain name prefixes kube-proxy uses for per-service chains.

@@ -2,11 +2,11 @@ package nftables
 
 import (
 	"fmt"
-	"github.com/svctrace/svctrace/model"
 	"slices"
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
 )
