@@ -158,11 +158,37 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 		return []behavior.Finding{mk(behavior.MissingFrontend, nil, describe(anyOutcome(e)), "no rule of its own: "+obs,
 			anyOutcome(o).Rules, fmt.Sprintf("the kernel has no rule for %s of %s; a catch-all gives %s", e.Key, e.Service, obs))}
 	}
-	var out []behavior.Finding
+	out, rangesDiffer := compareFirewall(mk, e, o)
 	forwardBoth := false
+	for _, c := range behavior.SourceClasses {
+		eo, oo := e.Outcomes[c], o.Outcomes[c]
+		if oo.Verdict == "" {
+			oo.Verdict = behavior.Unhandled
+		}
+		if rangesDiffer && eo.Verdict != oo.Verdict && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop) {
+			continue
+		}
+		fs, forward := compareClass(mk, e, c, eo, oo)
+		out = append(out, fs...)
+		forwardBoth = forwardBoth || forward
+	}
+	out = policyExplainsMasquerade(out)
+	if forwardBoth {
+		if a, b := affinity(e.Affinity), affinity(o.Affinity); a != b {
+			out = append(out, mk(behavior.AffinityMismatch, nil, a, b, nil,
+				fmt.Sprintf("session affinity of %s is %s, should be %s", e.Key, b, a)))
+		}
+	}
+	return out
+}
+
+// compareFirewall compares the source ranges a frontend lets through.
+// rangesDiffer is true when they differ, or a source outside them is
+// not stopped.
+func compareFirewall(mk mkFunc, e, o behavior.Frontend) (out []behavior.Finding, rangesDiffer bool) {
 	// A firewall that allows other sources explains every drop it causes:
 	// one FirewallMismatch says it, not a verdict mismatch per class.
-	rangesDiffer := ranges(e.SourceRanges) != ranges(o.SourceRanges)
+	rangesDiffer = ranges(e.SourceRanges) != ranges(o.SourceRanges)
 	if rangesDiffer && (len(e.SourceRanges) > 0 || len(o.SourceRanges) > 0) {
 		out = append(out, mk(behavior.FirewallMismatch, nil, ranges(e.SourceRanges), ranges(o.SourceRanges), nil,
 			fmt.Sprintf("sources allowed to %s are %s, should be %s", e.Key, ranges(o.SourceRanges), ranges(e.SourceRanges))))
@@ -174,76 +200,67 @@ func compareFrontend(node string, e, o behavior.Frontend) []behavior.Finding {
 			fmt.Sprintf("a source outside %s gets %s at %s, should get %s", ranges(e.SourceRanges), obs, e.Key, exp)))
 		rangesDiffer = true
 	}
-	for _, c := range behavior.SourceClasses {
-		eo, oo := e.Outcomes[c], o.Outcomes[c]
-		if oo.Verdict == "" {
-			oo.Verdict = behavior.Unhandled
+	return out, rangesDiffer
+}
+
+// compareClass compares the expected and observed outcomes of frontend e
+// for the sources of class c. forward is true when both forward (through
+// kube-proxy's rules).
+func compareClass(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo, oo behavior.Outcome) (out []behavior.Finding, forward bool) {
+	cls := []behavior.SourceClass{c}
+	switch {
+	case oo.Verdict == behavior.Unknown:
+		// The path leaves what the input holds: nothing to compare.
+	case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward && oo.DecidedBy != "" && !sameSet(backendsOf(eo), backendsOf(oo)):
+		// Another component's DNAT took the connection first.
+		out = append(out, mk(behavior.ForeignVerdict, cls, "forward by kube-proxy's rules", "forward to "+backendList(oo)+" by "+oo.DecidedBy,
+			append([]behavior.Rule{{Text: oo.DecidedBy}}, oo.Rules...),
+			fmt.Sprintf("connections from %s to %s should get %s, but %s translates them first, to %s", sourceName(c), e.Key, describe(eo), oo.DecidedBy, backendList(oo))))
+	case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward:
+		forward = true
+		fs, policy := compareBackends(mk, e, c, eo, oo)
+		out = append(out, fs...)
+		// Another component's masquerade (a CNI's, of pod traffic
+		// leaving the pod network) is no drift of kube-proxy's rules.
+		if !policy && eo.Masquerade != oo.Masquerade && (eo.Masquerade || oo.MasqueradedBy == "") {
+			out = append(out, mk(behavior.MasqueradeMismatch, cls, masq(eo.Masquerade), masq(oo.Masquerade), oo.Rules,
+				fmt.Sprintf("connections from %s to %s are %s, should be %s", sourceName(c), e.Key, masq(oo.Masquerade), masq(eo.Masquerade))))
 		}
-		cls := []behavior.SourceClass{c}
-		if rangesDiffer && eo.Verdict != oo.Verdict && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop) {
-			continue
+	case eo.Verdict == oo.Verdict:
+		// Both reject, both drop, or both unhandled.
+	case oo.DecidedBy != "" && (oo.Verdict == behavior.Drop || oo.Verdict == behavior.Reject):
+		// Not kube-proxy's verdict: another component's rule, or a
+		// built-in chain's policy, decides first (groupForeign).
+		// The deciding rule first: the path's last, or the policy
+		// (no rule of the path).
+		rules := oo.Rules
+		if n := len(rules); n > 0 && strings.Contains(oo.DecidedBy, rules[n-1].Text) {
+			rules = append([]behavior.Rule{rules[n-1]}, rules[:n-1]...)
+		} else {
+			rules = append([]behavior.Rule{{Text: oo.DecidedBy}}, rules...)
 		}
-		switch {
-		case oo.Verdict == behavior.Unknown:
-			// The path leaves what the input holds: nothing to compare.
-		case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward && oo.DecidedBy != "" && !sameSet(backendsOf(eo), backendsOf(oo)):
-			// Another component's DNAT took the connection first.
-			out = append(out, mk(behavior.ForeignVerdict, cls, "forward by kube-proxy's rules", "forward to "+backendList(oo)+" by "+oo.DecidedBy,
-				append([]behavior.Rule{{Text: oo.DecidedBy}}, oo.Rules...),
-				fmt.Sprintf("connections from %s to %s should get %s, but %s translates them first, to %s", sourceName(c), e.Key, describe(eo), oo.DecidedBy, backendList(oo))))
-		case eo.Verdict == behavior.Forward && oo.Verdict == behavior.Forward:
-			forwardBoth = true
-			fs, policy := compareBackends(mk, e, c, eo, oo)
-			out = append(out, fs...)
-			// Another component's masquerade (a CNI's, of pod traffic
-			// leaving the pod network) is no drift of kube-proxy's rules.
-			if !policy && eo.Masquerade != oo.Masquerade && (eo.Masquerade || oo.MasqueradedBy == "") {
-				out = append(out, mk(behavior.MasqueradeMismatch, cls, masq(eo.Masquerade), masq(oo.Masquerade), oo.Rules,
-					fmt.Sprintf("connections from %s to %s are %s, should be %s", sourceName(c), e.Key, masq(oo.Masquerade), masq(eo.Masquerade))))
-			}
-		case eo.Verdict == oo.Verdict:
-			// Both reject, both drop, or both unhandled.
-		case oo.DecidedBy != "" && (oo.Verdict == behavior.Drop || oo.Verdict == behavior.Reject):
-			// Not kube-proxy's verdict: another component's rule, or a
-			// built-in chain's policy, decides first (groupForeign).
-			// The deciding rule first: the path's last, or the policy
-			// (no rule of the path).
-			rules := oo.Rules
-			if n := len(rules); n > 0 && strings.Contains(oo.DecidedBy, rules[n-1].Text) {
-				rules = append([]behavior.Rule{rules[n-1]}, rules[:n-1]...)
-			} else {
-				rules = append([]behavior.Rule{{Text: oo.DecidedBy}}, rules...)
-			}
-			out = append(out, mk(behavior.ForeignVerdict, cls, string(eo.Verdict)+" by kube-proxy's rules",
-				string(oo.Verdict)+" by "+oo.DecidedBy, rules,
-				fmt.Sprintf("connections from %s to %s should get %s, but %s %ss them first", sourceName(c), e.Key, describe(eo), oo.DecidedBy, oo.Verdict)))
-		case oo.Verdict == behavior.Unhandled:
-			out = append(out, mk(behavior.MissingFrontend, cls, describe(eo), "no rule handles it", nil,
-				fmt.Sprintf("connections from %s to %s pass untouched; expected %s", sourceName(c), e.Key, describe(eo))))
-		case eo.Verdict == behavior.Forward && !strings.Contains(oo.Reason, e.Service):
-			// Rejected or dropped by a rule that is not the Service's own
-			// (a catch-all after its chain lost its rules): every backend
-			// is unreachable on this path.
-			for _, b := range eo.Backends {
-				out = append(out, withEndpoint(mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", append(append([]behavior.Rule(nil), b.Rules...), oo.Rules...),
-					fmt.Sprintf("endpoint %s of %s gets no traffic on this node: connections to %s meet %s", b.Endpoint, e.Service, e.Key, describe(oo))), b.Endpoint))
-			}
-		case e.LocalOnly && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop):
-			out = append(out, mk(behavior.LocalPolicyMismatch, cls, describe(eo), describe(oo), oo.Rules,
-				fmt.Sprintf("traffic policy Local: %s to %s should get %s, gets %s", sourceName(c), e.Key, describe(eo), describe(oo))))
-		default:
-			out = append(out, mk(behavior.NoEndpointsRuleMismatch, cls, describe(eo), describe(oo), append(oo.Rules, eo.Rules...),
-				fmt.Sprintf("%s to %s should get %s, gets %s", sourceName(c), e.Key, describe(eo), describe(oo))))
+		out = append(out, mk(behavior.ForeignVerdict, cls, string(eo.Verdict)+" by kube-proxy's rules",
+			string(oo.Verdict)+" by "+oo.DecidedBy, rules,
+			fmt.Sprintf("connections from %s to %s should get %s, but %s %ss them first", sourceName(c), e.Key, describe(eo), oo.DecidedBy, oo.Verdict)))
+	case oo.Verdict == behavior.Unhandled:
+		out = append(out, mk(behavior.MissingFrontend, cls, describe(eo), "no rule handles it", nil,
+			fmt.Sprintf("connections from %s to %s pass untouched; expected %s", sourceName(c), e.Key, describe(eo))))
+	case eo.Verdict == behavior.Forward && !strings.Contains(oo.Reason, e.Service):
+		// Rejected or dropped by a rule that is not the Service's own
+		// (a catch-all after its chain lost its rules): every backend
+		// is unreachable on this path.
+		for _, b := range eo.Backends {
+			out = append(out, withEndpoint(mk(behavior.MissingEndpoint, nil, b.Endpoint, "absent", append(append([]behavior.Rule(nil), b.Rules...), oo.Rules...),
+				fmt.Sprintf("endpoint %s of %s gets no traffic on this node: connections to %s meet %s", b.Endpoint, e.Service, e.Key, describe(oo))), b.Endpoint))
 		}
+	case e.LocalOnly && (eo.Verdict == behavior.Drop || oo.Verdict == behavior.Drop):
+		out = append(out, mk(behavior.LocalPolicyMismatch, cls, describe(eo), describe(oo), oo.Rules,
+			fmt.Sprintf("traffic policy Local: %s to %s should get %s, gets %s", sourceName(c), e.Key, describe(eo), describe(oo))))
+	default:
+		out = append(out, mk(behavior.NoEndpointsRuleMismatch, cls, describe(eo), describe(oo), append(oo.Rules, eo.Rules...),
+			fmt.Sprintf("%s to %s should get %s, gets %s", sourceName(c), e.Key, describe(eo), describe(oo))))
 	}
-	out = policyExplainsMasquerade(out)
-	if forwardBoth {
-		if a, b := affinity(e.Affinity), affinity(o.Affinity); a != b {
-			out = append(out, mk(behavior.AffinityMismatch, nil, a, b, nil,
-				fmt.Sprintf("session affinity of %s is %s, should be %s", e.Key, b, a)))
-		}
-	}
-	return out
+	return out, forward
 }
 
 // withEndpoint names the endpoint a finding is about.

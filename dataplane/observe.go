@@ -257,136 +257,22 @@ func observeFirewall(w *walks, f *behavior.Frontend, space behavior.ProbeSpace, 
 // summarize turns the branches of one walk into an outcome; describe (nil:
 // the rules are not wanted, only the verdict) describes the hops kept.
 func summarize(br []Branch, describe func(Hop) HopInfo) behavior.Outcome {
-	var o behavior.Outcome
-	// The backends in the order first reached, found by a scan while they
-	// are few and by a map once they are many.
-	var backends []behavior.Backend
-	var byEndpoint map[string]int
-	var dropP, rejectP float64
-	var missing []string
-	masq := false
-	// byProxy: a masquerade on some branch is kube-proxy's; masqBy are the other
-	// components' chains that masqueraded the rest.
-	byProxy, masqBy := false, []string(nil)
-	// dnatBy is the rule of another component that translated every
-	// branch that reached a backend, "" when some other did.
-	dnatBy, dnats := "", 0
-	addBackend := func(ep string, b Branch) {
-		i := -1
-		if byEndpoint != nil {
-			if j, ok := byEndpoint[ep]; ok {
-				i = j
-			}
-		} else {
-			i = slices.IndexFunc(backends, func(bk behavior.Backend) bool { return bk.Endpoint == ep })
-		}
-		if i < 0 {
-			if backends == nil {
-				backends = make([]behavior.Backend, 0, len(br))
-			}
-			i = len(backends)
-			backends = append(backends, behavior.Backend{Endpoint: ep, Rules: hopRules(b.Hops, describe)})
-			if byEndpoint != nil {
-				byEndpoint[ep] = i
-			} else if len(backends) == 32 {
-				byEndpoint = make(map[string]int, len(br))
-				for j, bk := range backends {
-					byEndpoint[bk.Endpoint] = j
-				}
-			}
-		}
-		backends[i].Probability += b.Probability
+	sm := summary{n: len(br), describe: describe}
+	for i := range br {
+		sm.add(&br[i])
 	}
-	for _, b := range br {
-		for _, n := range b.Notes {
-			if !slices.Contains(o.Assumed, n) {
-				o.Assumed = append(o.Assumed, n)
-			}
-		}
-		// A verdict decides before a translation: a packet translated
-		// to a backend and then dropped on its way (a FORWARD policy of
-		// DROP, another component's rule) reaches no backend.
-		switch {
-		case b.Verdict != Reject && b.Verdict != Drop && b.DNAT != "":
-			addBackend(b.DNAT, b)
-			if dnats == 0 || b.DecidedBy == dnatBy {
-				dnatBy = b.DecidedBy
-			} else {
-				dnatBy = ""
-			}
-			dnats++
-			if b.Masquerade {
-				masq = true
-				if b.MasqueradeBy == "" {
-					byProxy = true
-				} else if !slices.Contains(masqBy, b.MasqueradeBy) {
-					masqBy = append(masqBy, b.MasqueradeBy)
-				}
-			}
-		case b.MissingEndpoint:
-			// One endpoint's chain: a backend, at an address not shown.
-			addBackend(MissingLabel(b.Missing, b.MissingAddr), b)
-			if b.Masquerade {
-				masq, byProxy = true, true
-			}
-		case b.Missing != "":
-			if !slices.Contains(missing, b.Missing) {
-				missing = append(missing, b.Missing)
-			}
-			if o.Rules == nil {
-				o.Rules = hopRules(b.Hops, describe)
-			}
-		case b.Redirect != "":
-			addBackend("local:"+b.Redirect+" (userspace proxy)", b)
-		case b.Verdict == Reject:
-			rejectP += b.Probability
-			o.Reason, o.Rules, o.DecidedBy = b.Reason, hopRules(b.Hops, describe), b.DecidedBy
-		case b.Verdict == Drop:
-			dropP += b.Probability
-			if o.Reason == "" || rejectP == 0 {
-				o.Reason, o.Rules, o.DecidedBy = b.Reason, hopRules(b.Hops, describe), b.DecidedBy
-			}
-		}
-	}
-	if len(missing) > 0 && len(backends) > 0 {
+	if len(sm.missing) > 0 && len(sm.backends) > 0 {
 		// Some of the traffic reaches backends the input shows, the
 		// rest goes on where it does not look: that share's backends
 		// are unknown, and so it is listed as one.
-		for _, b := range br {
-			if b.Missing != "" && !b.MissingEndpoint && b.DNAT == "" {
-				addBackend("? not known ("+b.Missing+" goes on in rules the input does not show)", b)
+		for i := range br {
+			if b := &br[i]; b.Missing != "" && !b.MissingEndpoint && b.DNAT == "" {
+				sm.addBackend("? not known ("+b.Missing+" goes on in rules the input does not show)", b)
 			}
 		}
 	}
-	switch {
-	case len(backends) > 0:
-		o.Verdict = behavior.Forward
-		o.Reason, o.Rules, o.DecidedBy = "", nil, ""
-		if len(missing) == 0 {
-			o.DecidedBy = dnatBy
-		}
-		for i := range backends {
-			backends[i].Probability = round(backends[i].Probability)
-		}
-		o.Backends = slices.Clip(backends)
-		o.Masquerade = masq
-		if masq && !byProxy {
-			o.MasqueradedBy = strings.Join(masqBy, ", ")
-		}
-	case len(missing) > 0:
-		o.Verdict, o.DecidedBy = behavior.Unknown, ""
-		o.Reason = "goes on in " + strings.Join(missing, ", ") + ", whose rules the input does not show: its backends are not known"
-	case rejectP > 0:
-		o.Verdict = behavior.Reject
-	case dropP > 0:
-		o.Verdict = behavior.Drop
-	default:
-		o.Verdict = behavior.Unhandled
-		if len(br) > 0 {
-			o.Rules = hopRules(br[0].Hops, describe)
-		}
-	}
-	return o
+	sm.decide(br)
+	return sm.o
 }
 
 // MissingLabel names a backend behind an endpoint chain the input does

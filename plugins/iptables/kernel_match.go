@@ -11,94 +11,27 @@ import (
 // a few more; any other, or a revision it does not read, is an error
 // wrapping ErrNotTranslated.
 func appendMatch(b []byte, fam *xtFamily, name string, rev byte, d []byte) ([]byte, error) {
-	need := func(n int) error {
-		if len(d) < n {
-			return fmt.Errorf("match %s revision %d: %d bytes of data, it has %d", name, rev, len(d), n)
-		}
-		return nil
-	}
-	notRead := func() ([]byte, error) {
-		return nil, fmt.Errorf("match %s revision %d: %w", name, rev, ErrNotTranslated)
-	}
 	switch {
 	case name == "comment" && rev == 0:
-		if err := need(256); err != nil {
+		if err := matchNeeds(name, rev, d, 256); err != nil {
 			return nil, err
 		}
 		b = append(b, " -m comment --comment"...)
 		return appendSaveString(b, cString(d[:255])), nil
 	case (name == "tcp" || name == "udp") && rev == 0:
-		if err := need(9); err != nil {
-			return nil, err
-		}
-		b = append(b, " -m "...)
-		b = append(b, name...)
-		inv := d[8]
-		if name == "tcp" {
-			if err := need(12); err != nil {
-				return nil, err
-			}
-			inv = d[11]
-		}
-		b = appendPorts(b, "--sport", ne.Uint16(d[0:]), ne.Uint16(d[2:]), inv&0x01 != 0, true)
-		b = appendPorts(b, "--dport", ne.Uint16(d[4:]), ne.Uint16(d[6:]), inv&0x02 != 0, true)
-		if name == "udp" {
-			return b, nil
-		}
-		return appendTCPOptions(b, d[8], d[9], d[10], inv)
+		return appendTCPUDP(b, name, rev, d)
 	case name == "multiport" && rev == 1:
 		return appendMultiport(b, d)
 	case (name == "icmp" && fam.addrLen == 4 || name == "icmp6" && fam.addrLen == 16) && rev == 0:
 		return appendICMP(b, name, d)
 	case name == "limit" && rev == 0:
-		// avg, burst (the rest is the kernel's)
-		if err := need(8); err != nil {
-			return nil, err
-		}
-		avg, burst := ne.Uint32(d[0:]), ne.Uint32(d[4:])
-		if avg == 0 {
-			return notRead()
-		}
-		b = appendRate(append(b, " -m limit --limit"...), avg)
-		if burst != 5 {
-			b = strconv.AppendUint(append(b, " --limit-burst "...), uint64(burst), 10)
-		}
-		return b, nil
+		return appendLimit(b, name, rev, d)
 	case name == "pkttype" && rev == 0:
-		// pkttype, invert (ints)
-		if err := need(8); err != nil {
-			return nil, err
-		}
-		b = append(b, " -m pkttype"...)
-		if ne.Uint32(d[4:]) != 0 {
-			b = append(b, " !"...)
-		}
-		b = append(b, " --pkt-type "...)
-		if t := int32(ne.Uint32(d[0:])); t >= 0 && t < int32(len(pktTypes)) {
-			return append(b, pktTypes[t]...), nil
-		} else {
-			return strconv.AppendInt(b, int64(t), 10), nil
-		}
+		return appendPktType(b, name, rev, d)
 	case name == "sctp" && rev == 0:
-		// dpts, spts, chunkmap[64], chunk_match_type, flag_info[4],
-		// flag_count, flags, invflags
-		if err := need(292); err != nil {
-			return nil, err
-		}
-		flags, inv := ne.Uint32(d[284:]), ne.Uint32(d[288:])
-		if flags&^0x03 != 0 {
-			return notRead() // --chunk-types
-		}
-		b = append(b, " -m sctp"...)
-		if flags&0x01 != 0 {
-			b = appendPorts(b, "--sport", ne.Uint16(d[4:]), ne.Uint16(d[6:]), inv&0x01 != 0, false)
-		}
-		if flags&0x02 != 0 {
-			b = appendPorts(b, "--dport", ne.Uint16(d[0:]), ne.Uint16(d[2:]), inv&0x02 != 0, false)
-		}
-		return b, nil
+		return appendSCTP(b, name, rev, d)
 	case name == "mark" && rev == 1:
-		if err := need(9); err != nil {
+		if err := matchNeeds(name, rev, d, 9); err != nil {
 			return nil, err
 		}
 		b = append(b, " -m mark"...)
@@ -110,65 +43,19 @@ func appendMatch(b []byte, fam *xtFamily, name string, rev byte, d []byte) ([]by
 	case name == "conntrack" && (rev == 2 || rev == 3):
 		return appendConntrack(b, d, rev)
 	case name == "statistic" && rev == 0:
-		if err := need(16); err != nil {
-			return nil, err
-		}
-		mode, flags := ne.Uint16(d[0:]), ne.Uint16(d[2:])
-		b = append(b, " -m statistic --mode "...)
-		switch mode {
-		case 0:
-			b = append(b, "random"...)
-			if flags&1 != 0 {
-				b = append(b, " !"...)
-			}
-			b = append(b, " --probability "...)
-			return strconv.AppendFloat(b, float64(ne.Uint32(d[4:]))/0x80000000, 'f', 11, 64), nil
-		case 1:
-			b = append(b, "nth"...)
-			if flags&1 != 0 {
-				b = append(b, " !"...)
-			}
-			b = append(b, " --every "...)
-			b = strconv.AppendUint(b, uint64(ne.Uint32(d[4:]))+1, 10)
-			b = append(b, " --packet "...)
-			return strconv.AppendUint(b, uint64(ne.Uint32(d[8:])), 10), nil
-		}
-		return notRead()
+		return appendStatistic(b, name, rev, d)
 	case name == "recent" && rev == 1:
 		return appendRecent(b, fam, d)
 	case name == "addrtype" && rev == 1:
-		if err := need(8); err != nil {
-			return nil, err
-		}
-		src, dst, flags := ne.Uint16(d[0:]), ne.Uint16(d[2:]), ne.Uint32(d[4:])
-		b = append(b, " -m addrtype"...)
-		if src != 0 {
-			if flags&0x01 != 0 {
-				b = append(b, " !"...)
-			}
-			b = appendAddrTypes(append(b, " --src-type "...), src)
-		}
-		if dst != 0 {
-			if flags&0x02 != 0 {
-				b = append(b, " !"...)
-			}
-			b = appendAddrTypes(append(b, " --dst-type "...), dst)
-		}
-		if flags&0x04 != 0 {
-			b = append(b, " --limit-iface-in"...)
-		}
-		if flags&0x08 != 0 {
-			b = append(b, " --limit-iface-out"...)
-		}
-		return b, nil
+		return appendAddrType(b, name, rev, d)
 	case name == "nfacct" && (rev == 0 || rev == 1):
-		if err := need(32); err != nil {
+		if err := matchNeeds(name, rev, d, 32); err != nil {
 			return nil, err
 		}
 		b = append(b, " -m nfacct --nfacct-name "...)
 		return appendSaveString(b, cString(d[:32])), nil
 	}
-	return notRead()
+	return matchNotRead(name, rev)
 }
 
 // appendPorts appends a port option ("--dport 80", "! --sport 1:2"),

@@ -83,51 +83,13 @@ func ifaceMatch(s *state, r *Rule, m *IfaceMatch, iface string) bool {
 }
 
 func (w *Walker) module(s *state, r *Rule, m *Match) matchResult {
-	p := s.pkt
 	switch m.Module {
 	case "comment", "nfacct", "limit":
 		return hasMatch
 	case "tcp", "udp", "sctp":
-		if p.Protocol != m.Module {
-			return noMatch
-		}
-		for _, o := range m.Options {
-			var v uint16
-			switch o.Name {
-			case "dport":
-				v = p.DstPort
-			case "sport":
-				v = p.SrcPort
-			case "syn", "tcp-flags":
-				continue // the first packet of a connection is a SYN
-			default:
-				s.note("%s: %s option --%s not evaluated; assumed to match", r.Ref(), m.Module, o.Name)
-				continue
-			}
-			if len(o.Args) == 0 || portIn(o.Args[0], v) == o.Negate {
-				return noMatch
-			}
-		}
-		return hasMatch
+		return portsMatch(s, r, m)
 	case "multiport":
-		for _, o := range m.Options {
-			if len(o.Args) == 0 {
-				continue
-			}
-			var ok bool
-			switch o.Name {
-			case "dports", "destination-ports":
-				ok = portList(o.Args[0], p.DstPort)
-			case "sports", "source-ports":
-				ok = portList(o.Args[0], p.SrcPort)
-			case "ports":
-				ok = portList(o.Args[0], p.DstPort) || portList(o.Args[0], p.SrcPort)
-			}
-			if ok == o.Negate {
-				return noMatch
-			}
-		}
-		return hasMatch
+		return multiportMatch(s, m)
 	case "statistic":
 		return statistic(s, r, m)
 	case "recent":
@@ -137,50 +99,15 @@ func (w *Walker) module(s *state, r *Rule, m *Match) matchResult {
 	case "ipvs":
 		return w.ipvs(s, r, m)
 	case "addrtype":
-		for _, o := range m.Options {
-			var a netip.Addr
-			switch o.Name {
-			case "src-type":
-				a = p.Src
-			case "dst-type":
-				a = p.Dst
-			default:
-				continue
-			}
-			if len(o.Args) == 0 || w.addrType(s, r, a, o.Args[0]) == o.Negate {
-				return noMatch
-			}
-		}
-		return hasMatch
+		return w.addrTypeMatch(s, r, m)
 	case "conntrack", "state":
-		for _, o := range m.Options {
-			if o.Name != "ctstate" && o.Name != "state" {
-				s.note("%s: conntrack option --%s not evaluated; assumed to match", r.Ref(), o.Name)
-				continue
-			}
-			if len(o.Args) == 0 || ctState(s, o.Args[0]) == o.Negate {
-				return noMatch
-			}
-		}
-		return hasMatch
+		return ctStateMatch(s, r, m)
 	case "mark":
-		o, ok := m.Option("mark")
-		if !ok || len(o.Args) == 0 {
-			return hasMatch
-		}
-		v, mask, ok := parseMark(o.Args[0])
-		if !ok {
-			s.note("%s: cannot read mark %q; assumed not to match", r.Ref(), o.Args[0])
-			return noMatch
-		}
-		if (s.mark&mask == v) == o.Negate {
-			return noMatch
-		}
-		return hasMatch
+		return markMatch(s, r, m)
 	case "physdev":
 		return physdev(s, r, m)
 	case "icmp", "icmp6", "icmpv6":
-		if p.Protocol != "icmp" && p.Protocol != "ipv6-icmp" {
+		if p := &s.pkt; p.Protocol != "icmp" && p.Protocol != "ipv6-icmp" {
 			return noMatch
 		}
 		return hasMatch

@@ -121,18 +121,36 @@ func (p *dumpParser) placePending() {
 		}
 		return
 	}
-	type chainInfo struct {
-		v     tableVerdict
-		class string
-		votes map[tableVerdict]int
+	chains := make(map[string]*inferChain)
+	order := inferChains(p.pending, chains)
+	perRule := make([]tableVerdict, len(p.pending))
+	nat, filter := inferRuleVerdicts(p.pending, chains, perRule)
+	rest := tableVerdict{inferNat, inferWhyRest, ""}
+	switch {
+	case filter > nat:
+		rest.table = inferFilter
+	case nat == 0 && slices.ContainsFunc(order, func(c string) bool { return chains[c].class == inferWeak }):
+		rest = tableVerdict{inferFilter, inferWhyChain, "INPUT"}
 	}
-	chains := make(map[string]*chainInfo)
-	var order []string
-	for _, it := range p.pending {
+	p.placeInferred(chains, perRule, rest, nat+filter > 0)
+}
+
+// inferChain is what the pending lines tell of the table of one chain.
+type inferChain struct {
+	v     tableVerdict
+	class string
+	votes map[tableVerdict]int
+}
+
+// inferChains infers, into chains, the table of each chain of the pending
+// lines, from its name or else its rules' targets; order lists the chains
+// as first met.
+func inferChains(pending []pendingLine, chains map[string]*inferChain) (order []string) {
+	for _, it := range pending {
 		ci := chains[it.chain]
 		if ci == nil {
 			class, label := inferChainClass(it.chain)
-			ci = &chainInfo{class: class}
+			ci = &inferChain{class: class}
 			if class == inferNat || class == inferFilter {
 				ci.v = tableVerdict{class, inferWhyChain, label}
 			}
@@ -154,10 +172,13 @@ func (p *dumpParser) placePending() {
 			ci.v = inferBestVote(ci.votes)
 		}
 	}
-	// Per-rule verdicts for the ambiguous chains; count the file's votes.
-	perRule := make([]tableVerdict, len(p.pending))
-	var nat, filter int
-	for i, it := range p.pending {
+	return order
+}
+
+// inferRuleVerdicts sets perRule's verdicts for the rules of the
+// ambiguous chains, and counts the file's votes.
+func inferRuleVerdicts(pending []pendingLine, chains map[string]*inferChain, perRule []tableVerdict) (nat, filter int) {
+	for i, it := range pending {
 		ci := chains[it.chain]
 		v := ci.v
 		if ci.class == inferAmbig && it.rule != nil {
@@ -172,13 +193,13 @@ func (p *dumpParser) placePending() {
 			filter++
 		}
 	}
-	rest := tableVerdict{inferNat, inferWhyRest, ""}
-	switch {
-	case filter > nat:
-		rest.table = inferFilter
-	case nat == 0 && slices.ContainsFunc(order, func(c string) bool { return chains[c].class == inferWeak }):
-		rest = tableVerdict{inferFilter, inferWhyChain, "INPUT"}
-	}
+	return nat, filter
+}
+
+// placeInferred places each pending line in its inferred table (its
+// rule's, else its chain's, else rest) and notes why, per table;
+// evidence is whether any rule voted.
+func (p *dumpParser) placeInferred(chains map[string]*inferChain, perRule []tableVerdict, rest tableVerdict, evidence bool) {
 	notes := make(map[string]*[inferWhyKinds][]string)
 	var noteOrder []string
 	counts := make(map[string]int)
@@ -210,7 +231,7 @@ func (p *dumpParser) placePending() {
 	}
 	for _, t := range noteOrder {
 		p.note(0, "no table headers: rules placed in table %s, inferred from %s (%d rules)",
-			t, inferReasons(notes[t], nat+filter > 0), counts[t])
+			t, inferReasons(notes[t], evidence), counts[t])
 	}
 }
 

@@ -29,35 +29,15 @@ func knownMatchOption(module, opt string) (name string, nargs int, ok bool) {
 	case "statistic":
 		return optArg1(opt, opt == "mode" || opt == "probability" || opt == "every" || opt == "packet")
 	case "recent":
-		switch opt {
-		case "set", "rcheck", "update", "remove", "reap", "rttl", "rsource", "rdest":
-			return opt, 0, true
-		case "name", "seconds", "hitcount", "mask":
-			return opt, 1, true
-		}
+		return modRecentOption(opt)
 	case "addrtype":
-		switch opt {
-		case "src-type", "dst-type":
-			return opt, 1, true
-		case "limit-iface-in", "limit-iface-out":
-			return opt, 0, true
-		}
+		return modAddrtypeOption(opt)
 	case "conntrack":
-		switch opt {
-		case "ctstate", "ctproto", "ctorigsrc", "ctorigdst", "ctreplsrc", "ctrepldst",
-			"ctorigsrcport", "ctorigdstport", "ctreplsrcport", "ctrepldstport",
-			"ctstatus", "ctexpire", "ctdir":
-			return opt, 1, true
-		}
+		return modConntrackOption(opt)
 	case "state":
 		return optArg1(opt, opt == "state")
 	case "ipvs":
-		switch opt {
-		case "ipvs":
-			return opt, 0, true
-		case "vproto", "vaddr", "vport", "vdir", "vmethod", "vportctl":
-			return opt, 1, true
-		}
+		return modIPVSOption(opt)
 	case "mark", "connmark":
 		return optArg1(opt, opt == "mark")
 	case "nfacct":
@@ -65,28 +45,11 @@ func knownMatchOption(module, opt string) (name string, nargs int, ok bool) {
 	case "tcp", "udp", "udplite", "sctp":
 		return modPortOption(module, opt)
 	case "multiport":
-		switch opt {
-		case "dports", "destination-ports":
-			return "dports", 1, true
-		case "sports", "source-ports":
-			return "sports", 1, true
-		case "ports":
-			return opt, 1, true
-		}
+		return modMultiportOption(opt)
 	case "physdev":
-		switch opt {
-		case "physdev-in", "physdev-out":
-			return opt, 1, true
-		case "physdev-is-in", "physdev-is-out", "physdev-is-bridged":
-			return opt, 0, true
-		}
+		return modPhysdevOption(opt)
 	case "set":
-		switch opt {
-		case "match-set":
-			return opt, 2, true
-		case "return-nomatch", "no-update-counters", "no-update-subcounters":
-			return opt, 0, true
-		}
+		return modSetOption(opt)
 	case "icmp":
 		return optArg1(opt, opt == "icmp-type")
 	case "icmp6":
@@ -110,12 +73,7 @@ func knownMatchOption(module, opt string) (name string, nargs int, ok bool) {
 	case "socket":
 		return optFlag(opt, opt == "transparent" || opt == "nowildcard" || opt == "restore-skmark")
 	case "string":
-		switch opt {
-		case "algo", "string", "hex-string", "from", "to":
-			return opt, 1, true
-		case "icase":
-			return opt, 0, true
-		}
+		return modStringOption(opt)
 	case "rpfilter":
 		return optFlag(opt, opt == "loose" || opt == "validmark" || opt == "accept-local" || opt == "invert")
 	case "dscp":
@@ -126,6 +84,97 @@ func knownMatchOption(module, opt string) (name string, nargs int, ok bool) {
 		return optArg1(opt, opt == "helper")
 	case "cgroup":
 		return optArg1(opt, opt == "path" || opt == "cgroup")
+	}
+	return opt, 0, false
+}
+
+// modRecentOption is knownMatchOption for -m recent.
+func modRecentOption(opt string) (string, int, bool) {
+	switch opt {
+	case "set", "rcheck", "update", "remove", "reap", "rttl", "rsource", "rdest":
+		return opt, 0, true
+	case "name", "seconds", "hitcount", "mask":
+		return opt, 1, true
+	}
+	return opt, 0, false
+}
+
+// modAddrtypeOption is knownMatchOption for -m addrtype.
+func modAddrtypeOption(opt string) (string, int, bool) {
+	switch opt {
+	case "src-type", "dst-type":
+		return opt, 1, true
+	case "limit-iface-in", "limit-iface-out":
+		return opt, 0, true
+	}
+	return opt, 0, false
+}
+
+// modConntrackOption is knownMatchOption for -m conntrack.
+func modConntrackOption(opt string) (string, int, bool) {
+	switch opt {
+	case "ctstate", "ctproto", "ctorigsrc", "ctorigdst", "ctreplsrc", "ctrepldst",
+		"ctorigsrcport", "ctorigdstport", "ctreplsrcport", "ctrepldstport",
+		"ctstatus", "ctexpire", "ctdir":
+		return opt, 1, true
+	}
+	return opt, 0, false
+}
+
+// modIPVSOption is knownMatchOption for -m ipvs.
+func modIPVSOption(opt string) (string, int, bool) {
+	switch opt {
+	case "ipvs":
+		return opt, 0, true
+	case "vproto", "vaddr", "vport", "vdir", "vmethod", "vportctl":
+		return opt, 1, true
+	}
+	return opt, 0, false
+}
+
+// modMultiportOption is knownMatchOption for -m multiport: the long
+// names of its options read as the short ones.
+func modMultiportOption(opt string) (string, int, bool) {
+	switch opt {
+	case "dports", "destination-ports":
+		return "dports", 1, true
+	case "sports", "source-ports":
+		return "sports", 1, true
+	case "ports":
+		return opt, 1, true
+	}
+	return opt, 0, false
+}
+
+// modPhysdevOption is knownMatchOption for -m physdev.
+func modPhysdevOption(opt string) (string, int, bool) {
+	switch opt {
+	case "physdev-in", "physdev-out":
+		return opt, 1, true
+	case "physdev-is-in", "physdev-is-out", "physdev-is-bridged":
+		return opt, 0, true
+	}
+	return opt, 0, false
+}
+
+// modSetOption is knownMatchOption for -m set.
+func modSetOption(opt string) (string, int, bool) {
+	switch opt {
+	case "match-set":
+		return opt, 2, true
+	case "return-nomatch", "no-update-counters", "no-update-subcounters":
+		return opt, 0, true
+	}
+	return opt, 0, false
+}
+
+// modStringOption is knownMatchOption for -m string.
+func modStringOption(opt string) (string, int, bool) {
+	switch opt {
+	case "algo", "string", "hex-string", "from", "to":
+		return opt, 1, true
+	case "icase":
+		return opt, 0, true
 	}
 	return opt, 0, false
 }

@@ -122,45 +122,33 @@ func (rp *ruleParser) generic(g byte, i int) (int, error) {
 	if arg.text == "" || (!arg.quoted && (arg.text[0] == '-' || arg.text == "!")) {
 		return 0, rp.errAt(arg.col, "%s needs an argument, found %q", t.text, arg.text)
 	}
-	next := i + 1 + nargs
+	if err := rp.genericArg(g, i, &t, &arg); err != nil {
+		return 0, err
+	}
+	return i + 1 + nargs, nil
+}
+
+// genericArg reads the argument arg of generic option t (letter g), token
+// i+1 of the rule.
+func (rp *ruleParser) genericArg(g byte, i int, t, arg *lexToken) error {
+	r := rp.r
 	switch g {
 	case 's', 'd':
-		dst := &r.Source
-		if g == 'd' {
-			dst = &r.Dest
-		}
-		if *dst != nil {
-			return 0, rp.errAt(t.col, "multiple %s options", t.text)
-		}
-		a := rp.p.addrs.alloc()
-		pfx, err := parseAddrArg(arg.text)
-		switch {
-		case err != nil && redaction(arg.text):
-			*a = AddrMatch{Negate: rp.neg, Redacted: arg.text}
-			rp.p.note(rp.n, "address %s is redacted: the rule is kept, and taken as not matching (negated: as matching)", arg.text)
-		case err != nil:
-			return 0, rp.errAt(arg.col, "%v", err)
-		default:
-			if err := rp.p.checkFamily(pfx.Addr(), rp.line, rp.n, arg.col); err != nil {
-				return 0, err
-			}
-			*a = AddrMatch{Negate: rp.neg, Prefix: pfx}
-		}
-		*dst = a
+		return rp.addrArg(g, t, arg)
 	case 'i', 'o':
 		dst := &r.InIface
 		if g == 'o' {
 			dst = &r.OutIface
 		}
 		if *dst != nil {
-			return 0, rp.errAt(t.col, "multiple %s options", t.text)
+			return rp.errAt(t.col, "multiple %s options", t.text)
 		}
 		m := rp.p.ifaces.alloc()
 		*m = IfaceMatch{Negate: rp.neg, Name: arg.text}
 		*dst = m
 	case 'p':
 		if r.Protocol != nil {
-			return 0, rp.errAt(t.col, "multiple %s options", t.text)
+			return rp.errAt(t.col, "multiple %s options", t.text)
 		}
 		m := rp.p.protos.alloc()
 		*m = ProtoMatch{Negate: rp.neg, Name: strings.ToLower(arg.text)}
@@ -174,7 +162,7 @@ func (rp *ruleParser) generic(g byte, i int) (int, error) {
 		rp.ctx = ruleCtxMatch
 	case 'j', 'g':
 		if r.Target != "" {
-			return 0, rp.errAt(t.col, "second target %s: the rule already has -j %s", arg.text, r.Target)
+			return rp.errAt(t.col, "second target %s: the rule already has -j %s", arg.text, r.Target)
 		}
 		r.Target, r.Goto = arg.text, g == 'g'
 		rp.ctx, rp.tKnown = ruleCtxTarget, isKnownTarget(arg.text)
@@ -183,10 +171,38 @@ func (rp *ruleParser) generic(g byte, i int) (int, error) {
 		rp.p.targetCol = arg.col
 	case 'c':
 		if !lexDigits(arg.text) || !lexDigits(rp.toks[i+2].text) {
-			return 0, rp.errAt(arg.col, "%s needs two numbers", t.text)
+			return rp.errAt(arg.col, "%s needs two numbers", t.text)
 		}
 	}
-	return next, nil
+	return nil
+}
+
+// addrArg reads the address arg of -s or -d (option t, letter g).
+func (rp *ruleParser) addrArg(g byte, t, arg *lexToken) error {
+	r := rp.r
+	dst := &r.Source
+	if g == 'd' {
+		dst = &r.Dest
+	}
+	if *dst != nil {
+		return rp.errAt(t.col, "multiple %s options", t.text)
+	}
+	a := rp.p.addrs.alloc()
+	pfx, err := parseAddrArg(arg.text)
+	switch {
+	case err != nil && redaction(arg.text):
+		*a = AddrMatch{Negate: rp.neg, Redacted: arg.text}
+		rp.p.note(rp.n, "address %s is redacted: the rule is kept, and taken as not matching (negated: as matching)", arg.text)
+	case err != nil:
+		return rp.errAt(arg.col, "%v", err)
+	default:
+		if err := rp.p.checkFamily(pfx.Addr(), rp.line, rp.n, arg.col); err != nil {
+			return err
+		}
+		*a = AddrMatch{Negate: rp.neg, Prefix: pfx}
+	}
+	*dst = a
+	return nil
 }
 
 // option parses "[!] --name args..." of the current match or target at

@@ -285,136 +285,29 @@ func (s *IPSets) addMember(set *IPSet, t []token, n int) error {
 
 // parseIPSetList reads `ipset list`.
 func parseIPSetList(text string) (*IPSets, error) {
-	s := &IPSets{Sets: map[string]*IPSet{}}
-	var (
-		cur     *IPSet
-		members bool        // past Members:
-		entries *token      // Number of entries:
-		nLine   int         // its line
-		cut     *ParseError // a block listing fewer members than its header counts
-		cutNote string      // what is said of it when a set follows
-		last    int         // the last line that is not blank
-	)
-	// end closes the current block on line n.
-	end := func(n int) error {
-		if !members {
-			switch {
-			case cur.Type == "":
-				return &ParseError{n, 1, fmt.Sprintf("set %s: its header ends before Type: and Members:", cur.Name)}
-			case entries == nil:
-				return &ParseError{n, 1, fmt.Sprintf("set %s: its header ends before Members:", cur.Name)}
-			case entries.s != "0":
-				// ipset list -t: the header alone.
-				return &ParseError{nLine, entries.col, fmt.Sprintf("set %s: its %s members are not listed (ipset list -t?): want the full listing", cur.Name, entries.s)}
-			}
-			s.settle(cur, cur.Line)
-		}
-		if entries != nil && !slices.Contains(cur.Options, "timeout") {
-			// (Expired entries are counted, not listed, until collected.)
-			if want, _ := strconv.Atoi(entries.s); len(cur.Members) < want {
-				cut = &ParseError{n, 1, fmt.Sprintf("set %s: the dump ends after %d of its %d members", cur.Name, len(cur.Members), want)}
-				cutNote = fmt.Sprintf("line %d: set %s: %d of the %d members its header counts are listed", cur.Line, cur.Name, len(cur.Members), want)
-			}
-		}
-		cur, members, entries = nil, false, nil
-		return nil
-	}
+	lp := listParser{s: &IPSets{Sets: map[string]*IPSet{}}}
 	lines := strings.Split(text, "\n")
 	for len(lines) > 0 && len(tokens(lines[len(lines)-1], 0)) == 0 {
 		lines = lines[:len(lines)-1] // blank lines at the end close nothing: the text does
 	}
 	for i, line := range lines {
-		n := i + 1
-		t := tokens(line, 0)
-		if len(t) == 0 {
-			if cur != nil {
-				if err := end(n); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		last = n
-		if strings.HasPrefix(t[0].s, "Name:") {
-			if cur != nil {
-				if err := end(n); err != nil {
-					return nil, err
-				}
-			}
-			if cut != nil {
-				// Another set follows: not the end of the dump.
-				s.Notes = append(s.Notes, cutNote)
-				cut = nil
-			}
-			k := strings.Index(line, "Name:") + len("Name:")
-			v := tokens(line[k:], k)
-			if len(v) != 1 {
-				return nil, &ParseError{n, t[0].col, "Name: wants one set name"}
-			}
-			set, err := s.newSet(v[0], n)
-			if err != nil {
-				return nil, err
-			}
-			cur = set
-			continue
-		}
-		if cur == nil {
-			return nil, &ParseError{n, t[0].col, fmt.Sprintf("%q: want a set's Name: line (ipset list)", t[0].s)}
-		}
-		if members {
-			if err := s.addMember(cur, t, n); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		k := strings.IndexByte(line, ':')
-		if k < 0 || k+1 < len(line) && !blank(line[k+1]) {
-			return nil, &ParseError{n, t[0].col, fmt.Sprintf("set %s: %q: want a header line (Type:, Header:, …) or Members:", cur.Name, t[0].s)}
-		}
-		v := tokens(line[k+1:], k+1)
-		switch key := strings.TrimSpace(line[:k]); key {
-		case "Type":
-			if len(v) != 1 {
-				return nil, &ParseError{n, t[0].col, fmt.Sprintf("set %s: Type: wants one type", cur.Name)}
-			}
-			if err := setType(cur, v[0], n); err != nil {
-				return nil, err
-			}
-		case "Header":
-			if err := s.setOptions(cur, v, n); err != nil {
-				return nil, err
-			}
-		case "Number of entries":
-			if len(v) != 1 {
-				return nil, &ParseError{n, t[0].col, fmt.Sprintf("set %s: Number of entries: wants a number", cur.Name)}
-			}
-			if c, err := strconv.Atoi(v[0].s); err != nil || c < 0 {
-				return nil, &ParseError{n, v[0].col, fmt.Sprintf("set %s: Number of entries %q: want a number", cur.Name, v[0].s)}
-			}
-			entries, nLine = &v[0], n
-		case "Members":
-			if cur.Type == "" {
-				return nil, &ParseError{n, t[0].col, fmt.Sprintf("set %s: Members: before Type:", cur.Name)}
-			}
-			members = true
-			s.settle(cur, cur.Line)
-		case "Revision", "Size in memory", "References":
-		default:
-			s.Notes = append(s.Notes, fmt.Sprintf("line %d: set %s: header %q not understood, left out", n, cur.Name, key))
-		}
-	}
-	if cur != nil {
-		if !members && (cur.Type == "" || entries == nil) {
-			return nil, &ParseError{last, 1, fmt.Sprintf("set %s: the dump ends inside its header", cur.Name)}
-		}
-		if err := end(last); err != nil {
+		if err := lp.line(line, i+1); err != nil {
 			return nil, err
 		}
 	}
-	if cut != nil {
+	s, cur, last := lp.s, lp.cur, lp.last
+	if cur != nil {
+		if !lp.members && (cur.Type == "" || lp.entries == nil) {
+			return nil, &ParseError{last, 1, fmt.Sprintf("set %s: the dump ends inside its header", cur.Name)}
+		}
+		if err := lp.end(last); err != nil {
+			return nil, err
+		}
+	}
+	if lp.cut != nil {
 		// The last set is short of members: the dump is cut.
-		cut.Line, cut.Col = last, 1
-		return nil, &cutSets{ParseError: cut, sets: s, note: cutNote}
+		lp.cut.Line, lp.cut.Col = last, 1
+		return nil, &cutSets{ParseError: lp.cut, sets: s, note: lp.cutNote}
 	}
 	return s, nil
 }

@@ -53,8 +53,21 @@ type delta struct {
 func diff(cur *State, t *Target, service string) *delta {
 	d := &delta{addMembers: map[string][]string{}, delMembers: map[string][]string{},
 		addReals: map[string][]Real{}, setReals: map[string][]Real{}, delReals: map[string][]Real{}}
-	in := func(key string) bool { return service == "" || serviceName(t.owners[key]) == service }
+	d.diffVirtuals(cur, t, service)
+	d.diffSets(cur, t, service)
+	d.diffAddrs(cur, t, service)
+	return d
+}
 
+// inRepair says whether the object of key is in a repair of service ("":
+// of every service).
+func inRepair(t *Target, service, key string) bool {
+	return service == "" || serviceName(t.owners[key]) == service
+}
+
+// diffVirtuals adds the virtual servers and their real servers to add,
+// change and remove.
+func (d *delta) diffVirtuals(cur *State, t *Target, service string) {
 	have := map[string]*Virtual{}
 	for _, v := range cur.Virtuals {
 		if v.Protocol != "" {
@@ -62,7 +75,7 @@ func diff(cur *State, t *Target, service string) *delta {
 		}
 	}
 	for _, v := range t.Virtuals {
-		if !in(v.Key()) {
+		if !inRepair(t, service, v.Key()) {
 			continue
 		}
 		old, ok := have[v.Key()]
@@ -73,25 +86,7 @@ func diff(cur *State, t *Target, service string) *delta {
 		if old.String() != v.String() {
 			d.setVirtuals = append(d.setVirtuals, v)
 		}
-		oldReals := map[netip.AddrPort]Real{}
-		for _, r := range old.Reals {
-			oldReals[r.Addr] = r
-		}
-		for _, r := range v.Reals {
-			o, ok := oldReals[r.Addr]
-			switch {
-			case !ok:
-				d.addReals[v.Key()] = append(d.addReals[v.Key()], r)
-			case o.Weight != r.Weight || o.Forward != r.Forward:
-				d.setReals[v.Key()] = append(d.setReals[v.Key()], r)
-			}
-			delete(oldReals, r.Addr)
-		}
-		for _, r := range old.Reals {
-			if _, gone := oldReals[r.Addr]; gone {
-				d.delReals[v.Key()] = append(d.delReals[v.Key()], r)
-			}
-		}
+		d.diffReals(old, v)
 	}
 	if service == "" {
 		want := map[string]bool{}
@@ -104,7 +99,34 @@ func diff(cur *State, t *Target, service string) *delta {
 			}
 		}
 	}
+}
 
+// diffReals adds the real servers to add, change and remove to make old's
+// those of v.
+func (d *delta) diffReals(old, v *Virtual) {
+	oldReals := map[netip.AddrPort]Real{}
+	for _, r := range old.Reals {
+		oldReals[r.Addr] = r
+	}
+	for _, r := range v.Reals {
+		o, ok := oldReals[r.Addr]
+		switch {
+		case !ok:
+			d.addReals[v.Key()] = append(d.addReals[v.Key()], r)
+		case o.Weight != r.Weight || o.Forward != r.Forward:
+			d.setReals[v.Key()] = append(d.setReals[v.Key()], r)
+		}
+		delete(oldReals, r.Addr)
+	}
+	for _, r := range old.Reals {
+		if _, gone := oldReals[r.Addr]; gone {
+			d.delReals[v.Key()] = append(d.delReals[v.Key()], r)
+		}
+	}
+}
+
+// diffSets adds the ipsets and members to add and remove.
+func (d *delta) diffSets(cur *State, t *Target, service string) {
 	for _, name := range slices.Sorted(maps.Keys(t.Sets)) {
 		want := t.Sets[name]
 		var old *IPSet
@@ -114,7 +136,7 @@ func diff(cur *State, t *Target, service string) *delta {
 		if old == nil {
 			set := &IPSet{Name: want.Name, Type: want.Type, Family: want.Family, Options: want.Options}
 			for _, m := range want.Members {
-				if in(name + " " + m.Text) {
+				if inRepair(t, service, name+" "+m.Text) {
 					set.Members = append(set.Members, m)
 				}
 			}
@@ -127,24 +149,7 @@ func diff(cur *State, t *Target, service string) *delta {
 			d.notes = append(d.notes, "ipset "+name+" is "+old.Type+" "+old.family()+", but kube-proxy makes it "+want.Type+" "+want.family()+": a repair does not remake it (the iptables rules hold it)")
 			continue
 		}
-		oldSet := map[string]string{}
-		for _, m := range old.Members {
-			oldSet[canonMember(m.Text)] = m.Text
-		}
-		for _, m := range want.Members {
-			c := canonMember(m.Text)
-			if _, ok := oldSet[c]; !ok && in(name+" "+m.Text) {
-				d.addMembers[name] = append(d.addMembers[name], m.Text)
-			}
-			delete(oldSet, c)
-		}
-		if service == "" {
-			for _, m := range old.Members {
-				if _, stale := oldSet[canonMember(m.Text)]; stale {
-					d.delMembers[name] = append(d.delMembers[name], m.Text)
-				}
-			}
-		}
+		d.diffMembers(t, service, name, old, want)
 	}
 
 	if service == "" && cur.Sets != nil {
@@ -154,7 +159,34 @@ func diff(cur *State, t *Target, service string) *delta {
 			}
 		}
 	}
+}
 
+// diffMembers adds the members to add to, and remove from, ipset name to
+// make old's those of want.
+func (d *delta) diffMembers(t *Target, service, name string, old, want *IPSet) {
+	oldSet := map[string]string{}
+	for _, m := range old.Members {
+		oldSet[canonMember(m.Text)] = m.Text
+	}
+	for _, m := range want.Members {
+		c := canonMember(m.Text)
+		if _, ok := oldSet[c]; !ok && inRepair(t, service, name+" "+m.Text) {
+			d.addMembers[name] = append(d.addMembers[name], m.Text)
+		}
+		delete(oldSet, c)
+	}
+	if service == "" {
+		for _, m := range old.Members {
+			if _, stale := oldSet[canonMember(m.Text)]; stale {
+				d.delMembers[name] = append(d.delMembers[name], m.Text)
+			}
+		}
+	}
+}
+
+// diffAddrs adds the addresses to bind and unbind, and, for a repair of
+// every service, the iptables rules to change.
+func (d *delta) diffAddrs(cur *State, t *Target, service string) {
 	haveAddr := map[netip.Addr]bool{}
 	for _, a := range cur.Addrs {
 		haveAddr[a.Addr()] = true
@@ -162,7 +194,7 @@ func diff(cur *State, t *Target, service string) *delta {
 	wantAddr := map[netip.Addr]bool{}
 	for _, a := range t.Addrs {
 		wantAddr[a.Addr()] = true
-		if !haveAddr[a.Addr()] && in(a.Addr().String()) {
+		if !haveAddr[a.Addr()] && inRepair(t, service, a.Addr().String()) {
 			d.addAddrs = append(d.addAddrs, a)
 		}
 	}
@@ -177,7 +209,6 @@ func diff(cur *State, t *Target, service string) *delta {
 			d.rulesTarget = t.Rules
 		}
 	}
-	return d
 }
 
 // canonMember is a set member as compared: a host network ("/32",

@@ -33,6 +33,38 @@ func applyDelta(ctx context.Context, d *delta, family, backend string) error {
 	if err := d.checkRules(); err != nil {
 		return err
 	}
+	if err := addSets(d); err != nil {
+		return err
+	}
+	h, err := ipvsHandle(d)
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		defer h.Close()
+	}
+	if err := addServers(h, d); err != nil {
+		return err
+	}
+	if err := bindAddrs(d); err != nil {
+		return err
+	}
+	if d.rulesPayload != "" {
+		if err := iptables.RestoreKernel(ctx, backend, family, d.rulesPayload, nil); err != nil {
+			return err
+		}
+	}
+	if err := removeServers(h, d); err != nil {
+		return err
+	}
+	if err := unbindAddrs(d); err != nil {
+		return err
+	}
+	return removeSets(d)
+}
+
+// addSets creates a delta's new ipsets and adds its members.
+func addSets(d *delta) error {
 	for _, s := range d.newSets {
 		if err := createSet(s); err != nil {
 			return err
@@ -50,13 +82,11 @@ func applyDelta(ctx context.Context, d *delta, family, backend string) error {
 			}
 		}
 	}
-	h, err := ipvsHandle(d)
-	if err != nil {
-		return err
-	}
-	if h != nil {
-		defer h.Close()
-	}
+	return nil
+}
+
+// addServers adds and changes a delta's virtual and real servers.
+func addServers(h *mobyipvs.Handle, d *delta) error {
 	for _, v := range d.newVirtuals {
 		svc := service(v)
 		if err := h.NewService(svc); err != nil {
@@ -87,6 +117,12 @@ func applyDelta(ctx context.Context, d *delta, family, backend string) error {
 			}
 		}
 	}
+	return nil
+}
+
+// bindAddrs makes kube-ipvs0 when the delta binds or unbinds addresses,
+// and binds the delta's new ones.
+func bindAddrs(d *delta) error {
 	if len(d.addAddrs)+len(d.delAddrs) > 0 {
 		link, err := ensureDummy()
 		if err != nil {
@@ -98,11 +134,11 @@ func applyDelta(ctx context.Context, d *delta, family, backend string) error {
 			}
 		}
 	}
-	if d.rulesPayload != "" {
-		if err := iptables.RestoreKernel(ctx, backend, family, d.rulesPayload, nil); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// removeServers removes a delta's stale real and virtual servers.
+func removeServers(h *mobyipvs.Handle, d *delta) error {
 	for _, k := range sortedKeys(d.delReals) {
 		for _, r := range d.delReals[k] {
 			if err := h.DelDestination(keyService(k), destination(r)); err != nil {
@@ -115,6 +151,11 @@ func applyDelta(ctx context.Context, d *delta, family, backend string) error {
 			return fmt.Errorf("removing IPVS virtual server %s: %w", v.Key(), err)
 		}
 	}
+	return nil
+}
+
+// unbindAddrs unbinds a delta's stale addresses from kube-ipvs0.
+func unbindAddrs(d *delta) error {
 	if len(d.delAddrs) > 0 {
 		link, err := netlink.LinkByName(Dummy)
 		if err != nil {
@@ -126,6 +167,11 @@ func applyDelta(ctx context.Context, d *delta, family, backend string) error {
 			}
 		}
 	}
+	return nil
+}
+
+// removeSets removes a delta's stale members and ipsets.
+func removeSets(d *delta) error {
 	for _, name := range sortedKeys(d.delMembers) {
 		for _, m := range d.delMembers[name] {
 			if err := setMember(&IPSet{Name: name, Type: typeOfSet(name)}, m, false); err != nil {
