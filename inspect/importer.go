@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -15,23 +17,11 @@ type ImportOptions struct {
 	Node string
 	// Cluster is the decoded objects file; nil for a bare dump.
 	Cluster *snapshot.Cluster
-	// IPTablesSave and IP6TablesSave are dump files (iptables-save output
-	// or iptables -S lines).
-	IPTablesSave  []string
-	IP6TablesSave []string
-	// NFTJSON are nft -j list ruleset outputs, or nft list ruleset
-	// outputs (the text form), which the nftables plane reads as well.
-	NFTJSON []string
-	// Conntrack are conntrack -L -o extended or /proc/net/nf_conntrack
-	// outputs.
-	Conntrack []string
-	// IPVS are IPVS tables: ipvsadm -Ln or ipvsadm-save -n outputs.
-	IPVS []string
-	// IPSets are ipset save (or ipset list) outputs.
-	IPSets []string
-	// KubeIPVS0 are ip addr show dev kube-ipvs0 (or ip -j addr show)
-	// outputs.
-	KubeIPVS0 []string
+	// Files are the captured dump files by collector
+	// (snapshot.Dump.Collector): iptables-save output or iptables -S
+	// lines, nft -j list ruleset or its text form, ipvsadm -Ln, ipset save,
+	// ip addr show dev kube-ipvs0, conntrack -L; plugins.Dumps lists them.
+	Files map[string][]string
 	// Table is the table of headerless dumps, when the user says it.
 	Table string
 	// Excerpt: the user says the dumps are excerpts they cut (a table may
@@ -90,7 +80,8 @@ func Import(o ImportOptions) (*snapshot.Snapshot, error) {
 		Cluster:  o.Cluster,
 	}
 	ns := snapshot.NodeState{Name: o.Node, CapturedAt: o.Now.UTC(), KubeProxy: o.KubeProxy, Addresses: o.Addresses}
-	add := func(files []string, collector, family string) error {
+	add := func(files []string, k dataplane.DumpKind) error {
+		collector := k.Collector
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -99,8 +90,8 @@ func Import(o ImportOptions) (*snapshot.Snapshot, error) {
 			if why := emptyDump(string(data)); why != "" {
 				return fmt.Errorf("%s dump %s %s: nothing to import (capture it again; leave the flag out if the node really has none)", collector, f, why)
 			}
-			d := snapshot.Dump{Collector: collector, Family: family, Origin: f, Table: o.Table, Excerpt: o.Excerpt, Text: string(data)}
-			if collector == snapshot.CollectorIPTablesSave || collector == snapshot.CollectorIP6TablesSave {
+			d := snapshot.Dump{Collector: collector, Family: k.Family, Origin: f, Table: o.Table, Excerpt: o.Excerpt, Text: string(data)}
+			if k.Backends {
 				d.Backend = o.Backend
 				if d.Backend == "" {
 					d.Backend = headerBackend(d.Text)
@@ -110,29 +101,15 @@ func Import(o ImportOptions) (*snapshot.Snapshot, error) {
 		}
 		return nil
 	}
-	if err := add(o.IPTablesSave, snapshot.CollectorIPTablesSave, "IPv4"); err != nil {
-		return nil, err
-	}
-	if err := add(o.IP6TablesSave, snapshot.CollectorIP6TablesSave, "IPv6"); err != nil {
-		return nil, err
-	}
-	if err := add(o.NFTJSON, snapshot.CollectorNFTJSON, ""); err != nil {
-		return nil, err
-	}
-	if err := add(o.Conntrack, snapshot.CollectorConntrack, ""); err != nil {
-		return nil, err
-	}
-	if err := add(o.IPVS, snapshot.CollectorIPVS, ""); err != nil {
-		return nil, err
-	}
-	if err := add(o.IPSets, snapshot.CollectorIPSet, ""); err != nil {
-		return nil, err
-	}
-	if err := add(o.KubeIPVS0, snapshot.CollectorKubeIPVS0, ""); err != nil {
-		return nil, err
+	var flags []string
+	for _, k := range plugins.Dumps() {
+		flags = append(flags, "--"+k.Flag+" FILE")
+		if err := add(o.Files[k.Collector], k); err != nil {
+			return nil, err
+		}
 	}
 	if len(ns.Dumps) == 0 {
-		return nil, fmt.Errorf("importing node %s: no dump given (--iptables-save FILE, --nft-json FILE, --ipvsadm FILE)", o.Node)
+		return nil, fmt.Errorf("importing node %s: no dump given (%s)", o.Node, strings.Join(flags, ", "))
 	}
 	if o.Cluster == nil {
 		s.Metadata.Notes = append(s.Metadata.Notes, "no API objects: a bare dump; Services are named from rule comments and chain hashes")

@@ -65,21 +65,16 @@ type dumpCommand struct {
 	optional bool
 }
 
-// dumpCommands are the tools that dump a node's rules: iptables per family
-// and backend (the -nft and -legacy variants name theirs, where the plain
-// iptables-save is whatever the alternatives system points at), nft, and
-// ipvsadm.
+// dumpCommands are the tools that dump a node's rules, as the planes
+// declare them (plugins.Dumps).
 func dumpCommands() []dumpCommand {
-	return []dumpCommand{
-		{snapshot.CollectorIPTablesSave, "IPv4", "nf_tables", "the IPv4 nf_tables backend", []string{"iptables-nft-save"}, false},
-		{snapshot.CollectorIPTablesSave, "IPv4", "legacy", "the IPv4 legacy backend", []string{"iptables-legacy-save"}, false},
-		{snapshot.CollectorIP6TablesSave, "IPv6", "nf_tables", "the IPv6 nf_tables backend", []string{"ip6tables-nft-save"}, false},
-		{snapshot.CollectorIP6TablesSave, "IPv6", "legacy", "the IPv6 legacy backend", []string{"ip6tables-legacy-save"}, false},
-		{snapshot.CollectorNFTJSON, "", "", "the nftables ruleset", []string{"nft", "-j", "list", "ruleset"}, false},
-		{snapshot.CollectorIPVS, "", "", "the IPVS table", []string{"ipvsadm", "-Ln"}, false},
-		{snapshot.CollectorIPSet, "", "", "the ipset state", []string{"ipset", "save"}, true},
-		{snapshot.CollectorKubeIPVS0, "", "", "kube-ipvs0's address list", []string{"ip", "addr", "show", "dev", "kube-ipvs0"}, false},
+	var out []dumpCommand
+	for _, k := range plugins.Dumps() {
+		for _, t := range k.Tools {
+			out = append(out, dumpCommand{collector: k.Collector, family: k.Family, backend: t.Backend, what: t.What, argv: t.Argv, optional: k.Optional})
+		}
 	}
+	return out
 }
 
 // ReadRules starts reading the rules of this network namespace, every dump

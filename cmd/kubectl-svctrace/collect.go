@@ -9,26 +9,23 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
 )
 
 type collectOptions struct {
 	*commonOptions
-	outFile       string
-	iptablesSave  []string
-	ip6tablesSave []string
-	nftJSON       []string
-	ipvs          []string
-	ipsets        []string
-	kubeIPVS0     []string
-	conntrack     []string
-	table         string
-	excerpt       bool
-	backend       string
-	mode          string
-	addresses     []string
-	appendNode    bool
+	outFile string
+	// files are the dumps to import, by collector, each kind's flag
+	// declared by its plane (plugins.Dumps).
+	files      map[string]*[]string
+	table      string
+	excerpt    bool
+	backend    string
+	mode       string
+	addresses  []string
+	appendNode bool
 }
 
 func newCollectCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -72,13 +69,11 @@ comments and chain hashes.`,
 	o.addFlags(cmd, true)
 	o.addNodesFlags(cmd, "From a workstation: every node of the cluster, through their agents, into one snapshot")
 	cmd.Flags().StringVarP(&o.outFile, "filename", "f", "", "Write the snapshot here: binary (.snap; loads fastest, and in part for one Service) unless the name ends in .yaml or .json; - for YAML on stdout")
-	cmd.Flags().StringSliceVar(&o.iptablesSave, "iptables-save", nil, "Import: iptables-save output (or iptables -S lines) of the node")
-	cmd.Flags().StringSliceVar(&o.ip6tablesSave, "ip6tables-save", nil, "Import: ip6tables-save output of the node")
-	cmd.Flags().StringSliceVar(&o.conntrack, "conntrack", nil, "Import: the node's conntrack table (conntrack -L -o extended, or /proc/net/nf_conntrack)")
-	cmd.Flags().StringSliceVar(&o.nftJSON, "nft-json", nil, "Import: the node's nftables ruleset: nft -j list ruleset (JSON) or nft list ruleset (text), either form")
-	cmd.Flags().StringSliceVar(&o.ipvs, "ipvsadm", nil, "Import: the node's IPVS table (ipvsadm -Ln or ipvsadm-save -n, numeric)")
-	cmd.Flags().StringSliceVar(&o.ipsets, "ipset", nil, "Import: the node's ipsets (ipset save or ipset list), for ipvs mode")
-	cmd.Flags().StringSliceVar(&o.kubeIPVS0, "kube-ipvs0", nil, "Import: the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0, or ip -j addr show), for ipvs mode")
+	o.files = map[string]*[]string{}
+	for _, k := range plugins.Dumps() {
+		o.files[k.Collector] = new([]string)
+		cmd.Flags().StringSliceVar(o.files[k.Collector], k.Flag, nil, k.Help)
+	}
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
 	cmd.Flags().BoolVar(&o.excerpt, "excerpt", false, "Import: the dumps are excerpts cut by hand, so a table may end without its COMMIT (read as far as it goes instead of refused as truncated)")
 	cmd.Flags().StringVar(&o.backend, "backend", "", "Import: the iptables backend of the dumps, legacy or nf_tables (default: what the iptables-save header says; unknown when it says neither)")
@@ -88,8 +83,26 @@ comments and chain hashes.`,
 	return cmd
 }
 
+// importing: rule dumps are given to import (a conntrack table alone is
+// none: it goes with the rules of its node).
 func (o *collectOptions) importing() bool {
-	return len(o.iptablesSave) > 0 || len(o.ip6tablesSave) > 0 || len(o.nftJSON) > 0 || len(o.ipvs) > 0 || len(o.ipsets) > 0 || len(o.kubeIPVS0) > 0
+	for _, k := range plugins.Dumps() {
+		if len(k.Tools) > 0 && len(*o.files[k.Collector]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// importFiles are the files to import, by collector.
+func (o *collectOptions) importFiles() map[string][]string {
+	out := map[string][]string{}
+	for c, f := range o.files {
+		if len(*f) > 0 {
+			out[c] = *f
+		}
+	}
+	return out
 }
 
 func (o *collectOptions) validate() error {
@@ -134,7 +147,7 @@ func (o *collectOptions) run(cmd *cobra.Command) error {
 		}
 		var err error
 		s, err = inspect.Import(inspect.ImportOptions{
-			Node: o.node, Cluster: c, IPTablesSave: o.iptablesSave, IP6TablesSave: o.ip6tablesSave, NFTJSON: o.nftJSON, IPVS: o.ipvs, IPSets: o.ipsets, KubeIPVS0: o.kubeIPVS0, Conntrack: o.conntrack,
+			Node: o.node, Cluster: c, Files: o.importFiles(),
 			Table: o.table, Excerpt: o.excerpt, Backend: o.backend, KubeProxy: pc, Addresses: o.addresses, Now: time.Now(), Generator: "svctrace " + version,
 		})
 		if err != nil {

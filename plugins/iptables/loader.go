@@ -226,3 +226,20 @@ func (p *Plane) Conflicts(node string) []behavior.Finding {
 	}
 	return SplitBrain(node, legacy, nft)
 }
+
+// Dumps implements dataplane.Declarer: iptables-save of each family, read
+// on a node from each backend's own tool (the plain iptables-save is
+// whichever the alternatives system points at).
+func (Loader) Dumps() []dataplane.DumpKind {
+	kind := func(collector, family, tool, flag, help string) dataplane.DumpKind {
+		return dataplane.DumpKind{Collector: collector, Family: family, Flag: flag, Help: help, Backends: true,
+			Tools: []dataplane.DumpTool{
+				{Backend: "nf_tables", What: "the " + family + " nf_tables backend", Argv: []string{tool + "-nft-save"}},
+				{Backend: "legacy", What: "the " + family + " legacy backend", Argv: []string{tool + "-legacy-save"}},
+			}}
+	}
+	return []dataplane.DumpKind{
+		kind(snapshot.CollectorIPTablesSave, "IPv4", "iptables", "iptables-save", "Import: iptables-save output (or iptables -S lines) of the node"),
+		kind(snapshot.CollectorIP6TablesSave, "IPv6", "ip6tables", "ip6tables-save", "Import: ip6tables-save output of the node"),
+	}
+}

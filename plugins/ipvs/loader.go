@@ -156,3 +156,17 @@ func dumpError(node string, d *snapshot.Dump, err error) error {
 	}
 	return dataplane.NewDumpError(node, d, 0, 0, "", err)
 }
+
+// Dumps implements dataplane.Declarer: the IPVS table, the ipsets ipvs
+// mode's iptables rules match, and the addresses on kube-ipvs0 (the
+// iptables rules themselves are the iptables plane's dumps).
+func (Loader) Dumps() []dataplane.DumpKind {
+	return []dataplane.DumpKind{
+		{Collector: snapshot.CollectorIPVS, Flag: "ipvsadm", Help: "Import: the node's IPVS table (ipvsadm -Ln or ipvsadm-save -n, numeric)",
+			Tools: []dataplane.DumpTool{{What: "the IPVS table", Argv: []string{"ipvsadm", "-Ln"}}}},
+		{Collector: snapshot.CollectorIPSet, Flag: "ipset", Help: "Import: the node's ipsets (ipset save or ipset list), for ipvs mode", Optional: true,
+			Tools: []dataplane.DumpTool{{What: "the ipset state", Argv: []string{"ipset", "save"}}}},
+		{Collector: snapshot.CollectorKubeIPVS0, Flag: "kube-ipvs0", Help: "Import: the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0, or ip -j addr show), for ipvs mode",
+			Tools: []dataplane.DumpTool{{What: "kube-ipvs0's address list", Argv: []string{"ip", "addr", "show", "dev", "kube-ipvs0"}}}},
+	}
+}

@@ -100,3 +100,13 @@ func (p *Plane) Leftovers(node, activeMode string) []behavior.Finding {
 
 // Conflicts: an nftables state has none of its own.
 func (p *Plane) Conflicts(string) []behavior.Finding { return nil }
+
+// Dumps implements dataplane.Declarer: the whole ruleset, every table of
+// every family, as nft -j prints it (its text form imports too).
+func (Loader) Dumps() []dataplane.DumpKind {
+	return []dataplane.DumpKind{{
+		Collector: snapshot.CollectorNFTJSON, Flag: "nft-json",
+		Help:  "Import: the node's nftables ruleset: nft -j list ruleset (JSON) or nft list ruleset (text), either form",
+		Tools: []dataplane.DumpTool{{What: "the nftables ruleset", Argv: []string{"nft", "-j", "list", "ruleset"}}},
+	}}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 var show = flag.Bool("show", false, "log each dump's answer as expect.yaml would hold it (to check by hand)")
@@ -183,20 +184,20 @@ func answer(name string, excerpt bool) (map[string]map[string]string, []string, 
 // analyse imports a dump as its format asks and analyses the node.
 func analyse(name string, excerpt bool) (*analysis.NodeAnalysis, error) {
 	path := filepath.Join(dir, name)
-	o := inspect.ImportOptions{Node: "node1", Now: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), Generator: "test/wild", Excerpt: excerpt}
+	o := inspect.ImportOptions{Node: "node1", Now: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), Generator: "test/wild", Excerpt: excerpt, Files: map[string][]string{}}
 	family := "IPv4"
 	switch filepath.Ext(name) {
 	case ".iptables-save", ".iptables-S", ".iptables-L", ".iptables-L-v", ".nft":
-		o.IPTablesSave = []string{path}
+		o.Files[snapshot.CollectorIPTablesSave] = []string{path}
 	case ".ip6tables-save":
-		o.IP6TablesSave = []string{path}
+		o.Files[snapshot.CollectorIP6TablesSave] = []string{path}
 		family = "IPv6"
 	case ".ipvsadm":
-		o.IPVS = []string{path}
+		o.Files[snapshot.CollectorIPVS] = []string{path}
 	case ".ipset-list", ".ipset-save":
-		o.IPSets = []string{path}
+		o.Files[snapshot.CollectorIPSet] = []string{path}
 	case ".ip-addr":
-		o.KubeIPVS0 = []string{path}
+		o.Files[snapshot.CollectorKubeIPVS0] = []string{path}
 	default:
 		return nil, fmt.Errorf("no importer for %s", filepath.Ext(name))
 	}

@@ -1,0 +1,75 @@
+package plugins
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
+
+// TestPlanesDeclare lists what every plane declares, and keeps the table
+// of docs/architecture.md ("What each plane declares") equal to it: a new
+// plane is its package and its line in Loaders, and what it reads follows
+// from its declarations.
+func TestPlanesDeclare(t *testing.T) {
+	var rows []string
+	flags, collectors := map[string]bool{}, map[string]bool{}
+	add := func(mode string, k dataplane.DumpKind) {
+		if k.Collector == "" || k.Flag == "" || k.Help == "" {
+			t.Errorf("%s declares a dump without a collector, flag or help: %+v", mode, k)
+		}
+		if flags[k.Flag] || collectors[k.Collector] {
+			t.Errorf("%s declares %s (--%s) again", mode, k.Collector, k.Flag)
+		}
+		flags[k.Flag], collectors[k.Collector] = true, true
+		var tools []string
+		for _, tool := range k.Tools {
+			if len(tool.Argv) == 0 || tool.What == "" {
+				t.Errorf("%s: a tool of %s lacks its command or what it reads", mode, k.Collector)
+			}
+			tools = append(tools, "`"+strings.Join(tool.Argv, " ")+"`")
+		}
+		if len(tools) == 0 {
+			tools = []string{"(netlink)"}
+		}
+		fam := k.Family
+		if fam == "" {
+			fam = "both"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | `--%s` |", mode, k.Collector, fam, strings.Join(tools, ", "), k.Flag))
+	}
+	for _, l := range Loaders() {
+		d, ok := l.(dataplane.Declarer)
+		if !ok {
+			t.Errorf("plane %s declares no dumps (dataplane.Declarer)", l.Mode())
+			continue
+		}
+		for _, k := range d.Dumps() {
+			add(l.Mode(), k)
+		}
+	}
+	all := Dumps()
+	add("(no plane)", all[len(all)-1])
+	if len(all) != len(rows) {
+		t.Errorf("Dumps lists %d kinds, the planes declare %d", len(all), len(rows))
+	}
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "\n## What each plane declares\n")
+	if !ok {
+		t.Fatal("docs/architecture.md has no section \"What each plane declares\"")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	for _, r := range rows {
+		if !strings.Contains(sec, "\n"+r+"\n") {
+			t.Errorf("docs/architecture.md's table lacks the row\n%s", r)
+		}
+	}
+	if n := strings.Count(sec, "\n| ") - 1; n != len(rows) { // less the header
+		t.Errorf("docs/architecture.md's table has %d rows, the planes declare %d", n, len(rows))
+	}
+}
