@@ -162,3 +162,10 @@ func CheckNodeAddrs(nodeIP string, nodePortIPs []string) error {
 	}
 	return nil
 }
+
+// A PayloadNamer is a RepairPlanner that says what its plans' Payload is,
+// for the heading it is printed under ("nft -f input").
+type PayloadNamer interface {
+	RepairPlanner
+	PayloadForm() string
+}

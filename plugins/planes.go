@@ -26,3 +26,13 @@ func Loaders() []dataplane.Loader {
 		iptables.Loader{},
 	}
 }
+
+// ForMode is the plane of kube-proxy's mode, nil for a mode none serves.
+func ForMode(mode string) dataplane.Loader {
+	for _, l := range Loaders() {
+		if l.Mode() == mode {
+			return l
+		}
+	}
+	return nil
+}

@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/nodeapi"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/wording"
@@ -273,15 +275,12 @@ func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {
 	}
 }
 
-// payloadTitle says what a mode's payload is.
+// payloadTitle says what a mode's payload is, as its plane names it.
 func payloadTitle(mode string) string {
-	switch mode {
-	case "nftables":
-		return "nft -f input"
-	case "ipvs":
-		return "writes, in the forms of ipset restore, ipvsadm-restore, ip addr and iptables-restore --noflush (made over netlink)"
+	if n, ok := plugins.ForMode(mode).(dataplane.PayloadNamer); ok {
+		return n.PayloadForm()
 	}
-	return "iptables-restore --noflush input"
+	return "the writes of " + mode + " mode"
 }
 
 // familyName names a family's part of a plan, with the backend where the

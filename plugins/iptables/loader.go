@@ -243,3 +243,6 @@ func (Loader) Dumps() []dataplane.DumpKind {
 		kind(snapshot.CollectorIP6TablesSave, "IPv6", "ip6tables", "ip6tables-save", "Import: ip6tables-save output of the node"),
 	}
 }
+
+// PayloadForm implements dataplane.PayloadNamer.
+func (Loader) PayloadForm() string { return "iptables-restore --noflush input" }

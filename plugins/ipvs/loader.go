@@ -170,3 +170,8 @@ func (Loader) Dumps() []dataplane.DumpKind {
 			Tools: []dataplane.DumpTool{{What: "kube-ipvs0's address list", Argv: []string{"ip", "addr", "show", "dev", "kube-ipvs0"}}}},
 	}
 }
+
+// PayloadForm implements dataplane.PayloadNamer.
+func (Loader) PayloadForm() string {
+	return "writes, in the forms of ipset restore, ipvsadm-restore, ip addr and iptables-restore --noflush (made over netlink)"
+}

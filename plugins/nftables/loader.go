@@ -110,3 +110,6 @@ func (Loader) Dumps() []dataplane.DumpKind {
 		Tools: []dataplane.DumpTool{{What: "the nftables ruleset", Argv: []string{"nft", "-j", "list", "ruleset"}}},
 	}}
 }
+
+// PayloadForm implements dataplane.PayloadNamer.
+func (Loader) PayloadForm() string { return "nft -f input" }
