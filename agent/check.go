@@ -108,18 +108,13 @@ func (a *Agent) readKubeProxy(ctx context.Context, c *Check) kubeProxyState {
 	return kp
 }
 
-// proxyConfig is kube-proxy's configuration: its /configz, else its
-// ConfigMap (kubeadm's), else nothing (the analysis infers it from the
-// rules), with a note saying which when it is not /configz.
+// proxyConfig is kube-proxy's configuration as inspect.ProxySettings
+// takes it, with a note saying where it came from when not /configz.
 func (a *Agent) proxyConfig(ctx context.Context) (snapshot.ProxyConfig, string) {
-	pc, err := inspect.ProxyConfigFromConfigz(ctx, a.opts.KubeProxyMetrics)
-	if err == nil {
-		return pc, ""
+	configz := func() (snapshot.ProxyConfig, error) {
+		return inspect.ProxyConfigFromConfigz(ctx, a.opts.KubeProxyMetrics)
 	}
-	pc, note, cmErr := inspect.ProxyConfigFromAPI(ctx, a.cs)
-	if cmErr != nil {
-		return snapshot.ProxyConfig{}, "kube-proxy's settings are inferred from the rules: " + err.Error() + "; " + cmErr.Error()
-	}
+	pc, _, note, _ := inspect.ProxySettings(ctx, a.cs, configz)
 	return pc, note
 }
 

@@ -2,12 +2,17 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/svctrace/svctrace/snapshot"
 )
 
 // TestProxyConfigFromAPIDistributions reads kube-proxy's settings where
@@ -46,5 +51,34 @@ func TestProxyConfigFromAPIDistributions(t *testing.T) {
 		if pc.Mode != c.mode || (len(pc.ClusterCIDRs) > 0) != c.wantCIDR || !strings.Contains(note, c.noteHas) || (c.noteHas == "") != (note == "") {
 			t.Errorf("%s: mode %q, cluster CIDRs %v, note %q", c.name, pc.Mode, pc.ClusterCIDRs, note)
 		}
+	}
+}
+
+// TestProxySettings: /configz first, the ConfigMap when it does not
+// answer, nothing without an API; the CLI and the agent both take
+// kube-proxy's settings so.
+func TestProxySettings(t *testing.T) {
+	ctx := context.Background()
+	kubeadm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy"},
+		Data: map[string]string{"config.conf": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: nftables\n"}}
+	up := func() (snapshot.ProxyConfig, error) { return snapshot.ProxyConfig{Mode: "iptables", Source: "configz"}, nil }
+	down := func() (snapshot.ProxyConfig, error) {
+		return snapshot.ProxyConfig{}, errors.New("kube-proxy's /configz at 127.0.0.1:10249: connection refused")
+	}
+	if pc, fromConfigz, note, err := ProxySettings(ctx, fake.NewClientset(kubeadm), up); err != nil || !fromConfigz || pc.Mode != "iptables" || note != "" {
+		t.Errorf("/configz answering: %+v %v %q %v", pc, fromConfigz, note, err)
+	}
+	if pc, fromConfigz, _, err := ProxySettings(ctx, fake.NewClientset(kubeadm), down); err != nil || fromConfigz || pc.Mode != "nftables" {
+		t.Errorf("the ConfigMap behind a silent /configz: %+v %v %v", pc, fromConfigz, err)
+	}
+	if pc, fromConfigz, note, err := ProxySettings(ctx, nil, down); err != nil || fromConfigz || pc.Mode != "" || note != "" {
+		t.Errorf("no API: %+v %v %q %v", pc, fromConfigz, note, err)
+	}
+	forbidden := fake.NewClientset()
+	forbidden.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the server is on fire")
+	})
+	if _, _, note, err := ProxySettings(ctx, forbidden, down); err == nil || !strings.Contains(note, "inferred from the rules: kube-proxy's /configz at 127.0.0.1:10249: connection refused; ") {
+		t.Errorf("a ConfigMap that cannot be read: note %q, err %v", note, err)
 	}
 }

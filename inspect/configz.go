@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svctrace/svctrace/snapshot"
+	"k8s.io/client-go/kubernetes"
 )
 
 // DefaultKubeProxyMetricsAddress is kube-proxy's default metrics server,
@@ -88,4 +89,26 @@ func get(ctx context.Context, url string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+}
+
+// ProxySettings is kube-proxy's configuration as svctrace takes it on a
+// node, for the CLI's --local and the agent alike: the running kube-proxy's
+// /configz (configz, started while the API objects were listed), else its
+// ConfigMap in the API (cs nil: no API to ask, as with an objects file),
+// else nothing, which the analysis infers from the rules. fromConfigz says
+// the first; note says which otherwise. err is the ConfigMap's read
+// failing (a caller may go on with the settings inferred).
+func ProxySettings(ctx context.Context, cs kubernetes.Interface, configz func() (snapshot.ProxyConfig, error)) (pc snapshot.ProxyConfig, fromConfigz bool, note string, err error) {
+	pc, czErr := configz()
+	if czErr == nil {
+		return pc, true, "", nil
+	}
+	if cs == nil {
+		return snapshot.ProxyConfig{}, false, "", nil
+	}
+	pc, note, err = ProxyConfigFromAPI(ctx, cs)
+	if err != nil {
+		return snapshot.ProxyConfig{}, false, "kube-proxy's settings are inferred from the rules: " + czErr.Error() + "; " + err.Error(), err
+	}
+	return pc, false, note, nil
 }

@@ -285,7 +285,9 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
 		if o.local {
-			pc, _ = configz() // no ConfigMap to fall back on: the settings are inferred
+			// No API, no ConfigMap to fall back on: the settings are
+			// inferred where /configz does not answer.
+			pc, _, _, _ = inspect.ProxySettings(ctx, nil, configz)
 		}
 	} else {
 		cs, err := o.clientset()
@@ -301,22 +303,20 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		s.Cluster = c
 		s.Metadata.Notes = append(s.Metadata.Notes, notes...)
 		if o.local {
-			// The running kube-proxy's /configz beats the ConfigMap; it
-			// is served without authentication, so what it says is
-			// cross-checked with kube-proxy's Pod and ConfigMap.
-			var pcErr error
-			if pc, pcErr = configz(); pcErr == nil {
+			// /configz is served without authentication, so what it says
+			// is cross-checked with kube-proxy's Pod and ConfigMap.
+			var fromConfigz bool
+			var note string
+			if pc, fromConfigz, note, err = inspect.ProxySettings(ctx, cs, configz); err != nil {
+				return nil, err
+			}
+			if fromConfigz {
 				if err := o.crossCheckConfigz(ctx, cs, pc, s); err != nil {
 					return nil, err
 				}
-			} else {
-				var note string
-				if pc, note, err = inspect.ProxyConfigFromAPI(ctx, cs); err != nil {
-					return nil, err
-				}
-				if note != "" {
-					s.Metadata.Notes = append(s.Metadata.Notes, note)
-				}
+			}
+			if note != "" {
+				s.Metadata.Notes = append(s.Metadata.Notes, note)
 			}
 		}
 	}
