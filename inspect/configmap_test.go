@@ -61,7 +61,9 @@ func TestProxySettings(t *testing.T) {
 	ctx := context.Background()
 	kubeadm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy"},
 		Data: map[string]string{"config.conf": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: nftables\n"}}
-	up := func() (snapshot.ProxyConfig, error) { return snapshot.ProxyConfig{Mode: "iptables", Source: "configz"}, nil }
+	up := func() (snapshot.ProxyConfig, error) {
+		return snapshot.ProxyConfig{Mode: "iptables", Source: "configz"}, nil
+	}
 	down := func() (snapshot.ProxyConfig, error) {
 		return snapshot.ProxyConfig{}, errors.New("kube-proxy's /configz at 127.0.0.1:10249: connection refused")
 	}
