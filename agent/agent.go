@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/settle"
 )
 
 // Options configure an Agent.
@@ -34,7 +35,7 @@ type Options struct {
 	// CheckTimeout is each check's deadline: a check that has not ended
 	// by then is cancelled and counts as failed.
 	CheckTimeout time.Duration
-	// Grace, Quiet, StallAfter and Skew: see settleRules.
+	// Grace, Quiet, StallAfter and Skew: see settle.Rules.
 	Grace, Quiet, StallAfter, Skew time.Duration
 	// Log receives the agent's log (nil: discarded).
 	Log *slog.Logger
@@ -70,7 +71,7 @@ type Agent struct {
 	step func(context.Context) *Check
 
 	// The loop's own state, used by one goroutine.
-	tracker      syncTracker
+	tracker      settle.Tracker
 	firstSeen    map[string]time.Time
 	apiDownSince time.Time
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/settle"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -35,7 +36,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 		c.Notes = append(c.Notes, note)
 	}
 	if pc.Version == "" {
-		pc.Version = kp.sync.Version
+		pc.Version = kp.Sync.Version
 	}
 	model := analysis.PrepareModel(cl, a.opts.Node, a.opts.Family, pc.Version)
 	ns, notes, err := inspect.CollectLocal(ctx, a.opts.Node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(cl), Rules: rules,
@@ -46,8 +47,8 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 		return a.finish(c)
 	}
 	ns.KubeProxy = pc
-	if kp.readable {
-		ns.KubeProxy.Sync = inspect.NewProxySync(kp.sync, kp.readAt, inspect.ReadKubeProxyHealthz(ctx, a.opts.KubeProxyMetrics))
+	if kp.Readable {
+		ns.KubeProxy.Sync = inspect.NewProxySync(kp.Sync, kp.ReadAt, inspect.ReadKubeProxyHealthz(ctx, a.opts.KubeProxyMetrics))
 	}
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 		Metadata: snapshot.Metadata{CreationTimestamp: start.UTC(), Source: "live"}, Cluster: cl, Nodes: []snapshot.NodeState{ns}}
@@ -63,7 +64,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 		c.Behaviour = n.Behaviour
 	}
 	c.KubeProxy.Version = pc.Version
-	settle := a.rules()
+	sr := a.rules()
 	seen := make(map[string]time.Time, len(r.Findings))
 	for _, f := range r.Findings {
 		k := findingKey(f)
@@ -73,7 +74,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 		}
 		seen[k] = first
 		// kube-proxy's own health check has already waited for it.
-		if f.Type == behavior.KubeProxyNotSyncing || settle.settled(kp, changes.Of(serviceOf(f)), first, start) {
+		if f.Type == behavior.KubeProxyNotSyncing || sr.Settled(kp, changes.Of(serviceOf(f)), first, start) {
 			c.Drift = append(c.Drift, f)
 		} else {
 			c.Pending = append(c.Pending, f)
@@ -88,23 +89,23 @@ func (a *Agent) finish(c *Check) *Check {
 	return c
 }
 
-func (a *Agent) rules() settleRules {
-	return settleRules{Grace: a.opts.Grace, Quiet: a.opts.Quiet, StallAfter: a.opts.StallAfter, Skew: a.opts.Skew}
+func (a *Agent) rules() settle.Rules {
+	return settle.Rules{Grace: a.opts.Grace, Quiet: a.opts.Quiet, StallAfter: a.opts.StallAfter, Skew: a.opts.Skew}
 }
 
 // readKubeProxy reads kube-proxy's sync metrics into c and the tracker.
-func (a *Agent) readKubeProxy(ctx context.Context, c *Check) kubeProxyState {
+func (a *Agent) readKubeProxy(ctx context.Context, c *Check) settle.KubeProxy {
 	start := time.Now()
 	s, err := inspect.ReadKubeProxySync(ctx, a.opts.KubeProxyMetrics, a.opts.Family)
 	c.KubeProxy.MetricsDuration = time.Since(start)
 	if err != nil {
 		c.KubeProxy.MetricsErr = err
-		return kubeProxyState{}
+		return settle.KubeProxy{}
 	}
-	a.tracker.observe(s, start)
-	kp := kubeProxyState{readable: true, sync: s, started: a.tracker.started, readAt: start}
+	a.tracker.Observe(s, start)
+	kp := settle.KubeProxy{Readable: true, Sync: s, Started: a.tracker.Started, ReadAt: start}
 	c.KubeProxy.LastSync = s.LastSync
-	c.KubeProxy.Lag, c.KubeProxy.Stalled = a.rules().lag(kp, start)
+	c.KubeProxy.Lag, c.KubeProxy.Stalled = a.rules().Lag(kp, start)
 	return kp
 }
 

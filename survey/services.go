@@ -10,6 +10,7 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
 )
 
 // Service is one row of the Services screen: what the API says of a
@@ -52,7 +53,7 @@ func (v *Survey) Services(namespace string) []Service {
 	}
 	tallies := map[string]*tally{}
 	tallyOf := func(spn string) *tally {
-		k := serviceOf(spn)
+		k := model.ParseServicePortName(spn).Service()
 		if tallies[k] == nil {
 			tallies[k] = &tally{nodes: map[string]bool{}}
 		}

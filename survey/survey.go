@@ -9,12 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/settle"
 	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/trace"
 )
@@ -91,30 +92,25 @@ func New(s *snapshot.Snapshot, source string, o Options) *Survey {
 	return v
 }
 
-// splitPending sets apart the findings of Services that changed after
-// their node's state was read, or less than settle before.
-func splitPending(s *snapshot.Snapshot, fs []behavior.Finding, changed map[string]time.Time, settle time.Duration) (drift, pending []behavior.Finding) {
+// splitPending sets apart the findings kube-proxy may not have applied
+// yet, by settle's rules with kube-proxy's syncs unknown: those of Services
+// that changed after their node's state was read, or less than settle
+// before (the grace period).
+func splitPending(s *snapshot.Snapshot, fs []behavior.Finding, changed map[string]time.Time, grace time.Duration) (drift, pending []behavior.Finding) {
 	read := map[string]time.Time{}
 	for _, n := range s.Nodes {
 		read[n.Name] = n.CapturedAt
 	}
+	rules := settle.Rules{Grace: grace}
 	for _, f := range fs {
-		if at, ok := changed[serviceOf(f.Service)]; ok && at.After(read[f.Node].Add(-settle)) {
+		at := changed[model.ParseServicePortName(f.Service).Service()]
+		if !rules.Settled(settle.KubeProxy{}, at, time.Time{}, read[f.Node]) {
 			pending = append(pending, f)
 			continue
 		}
 		drift = append(drift, f)
 	}
 	return drift, pending
-}
-
-// serviceOf is the Service (namespace/name) of a Service port name
-// (namespace/name:port).
-func serviceOf(spn string) string {
-	if i := strings.LastIndexByte(spn, ':'); i > strings.IndexByte(spn, '/') {
-		return spn[:i]
-	}
-	return spn
 }
 
 func sortFindings(fs []behavior.Finding) {
