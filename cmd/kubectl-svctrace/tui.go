@@ -8,7 +8,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -17,9 +16,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
-	"github.com/svctrace/svctrace/analysis"
-	"github.com/svctrace/svctrace/inspect"
-	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/survey"
 	"github.com/svctrace/svctrace/tui"
 )
@@ -29,24 +25,9 @@ type tuiOptions struct {
 	refresh time.Duration
 	logFile string
 	noColor bool
-	// live holds, on a live cluster, the watch of its objects and the
-	// last state read.
-	live liveState
-}
-
-// settle is how long after a change of its objects a Service's
-// differences count as pending, not drift: kube-proxy syncs a change
-// within about a second (its minSyncPeriod) on most nodes, and the node
-// state is read again once this has passed.
-const settle = 10 * time.Second
-
-// liveState is shared by the reads (in the UI's commands) and the watch.
-type liveState struct {
-	mu      sync.Mutex
-	watcher *inspect.Watcher
-	last    *snapshot.Snapshot
-	unread  []analysis.NodeFindings
-	source  string
+	// live follows a live cluster: the watch of its objects and the last
+	// state read.
+	live *survey.Live
 }
 
 func newTUICommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -93,6 +74,7 @@ func (o *tuiOptions) run(ctx context.Context) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	o.live = survey.NewLive(o.family)
 	logs, err := os.OpenFile(o.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("--log-file: %w", err)
@@ -119,33 +101,25 @@ func (o *tuiOptions) run(ctx context.Context) error {
 	return nil
 }
 
-// watch follows the cluster's Services and EndpointSlices: on a change,
-// the UI shows the new objects over the node states already read (the
-// Service's differences pending), and the nodes are read again once
-// kube-proxy has had time to sync. Without the right to watch, the UI
-// says so and re-reads on its period.
+// watch follows the cluster's Services and EndpointSlices (survey.Live):
+// on a change, the UI shows the new objects over the node states already
+// read, and the nodes are read again once kube-proxy has had time to sync.
+// Without the right to watch, the UI says so and re-reads on its period.
 func (o *tuiOptions) watch(ctx context.Context, p *tea.Program) {
 	// The watch stops when this returns: at the end, or when it fails.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	cs, err := o.clientset()
 	if err == nil {
-		var w *inspect.Watcher
-		changed := make(chan struct{}, 1)
-		w, err = inspect.NewWatcher(cs, "", func() {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		})
-		if err == nil {
-			err = o.startWatch(ctx, w)
-		}
-		if err == nil {
-			log.Printf("watching Services and EndpointSlices")
-			o.follow(ctx, p, w, changed)
-			return
-		}
+		err = o.live.Watch(ctx, cs)
+	}
+	if err == nil {
+		log.Printf("watching Services and EndpointSlices")
+		o.live.Follow(ctx, func(sv *survey.Survey) {
+			log.Printf("the API objects changed: showing them over the node states read at %s; reading again in %v", sv.Read.Format(time.RFC3339), survey.LiveSettle+time.Second)
+			p.Send(tui.Updated(sv))
+		}, func() { p.Send(tui.Reread()) })
+		return
 	}
 	log.Printf("not watching the API: %v", err)
 	note := "changes are not watched (" + err.Error() + ")"
@@ -153,73 +127,6 @@ func (o *tuiOptions) watch(ctx context.Context, p *tea.Program) {
 		note += ": re-read every " + o.refresh.String() + " and on r"
 	}
 	p.Send(tui.Note(note))
-}
-
-// startWatch lists and watches the objects until ctx ends, giving up if
-// they are not listed within a minute: a user who may list but not watch
-// never gets a synced cache.
-func (o *tuiOptions) startWatch(ctx context.Context, w *inspect.Watcher) error {
-	w.Run(ctx)
-	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := w.WaitSynced(syncCtx); err != nil {
-		return err
-	}
-	o.live.mu.Lock()
-	o.live.watcher = w
-	o.live.mu.Unlock()
-	return nil
-}
-
-// follow turns the watch's changes into new surveys, a burst of changes
-// into one, and schedules the read that confirms them.
-func (o *tuiOptions) follow(ctx context.Context, p *tea.Program, w *inspect.Watcher, changed <-chan struct{}) {
-	reread := time.NewTimer(time.Hour)
-	reread.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-reread.C:
-			p.Send(tui.Reread())
-		case <-changed:
-			time.Sleep(300 * time.Millisecond) // let a burst land
-			if sv := o.resurvey(w); sv != nil {
-				log.Printf("the API objects changed: showing them over the node states read at %s; reading again in %v", sv.Read.Format(time.RFC3339), settle+time.Second)
-				p.Send(tui.Updated(sv))
-			}
-			reread.Reset(settle + time.Second)
-		}
-	}
-}
-
-// resurvey is the last read with the watch's objects in place of those
-// listed then.
-func (o *tuiOptions) resurvey(w *inspect.Watcher) *survey.Survey {
-	o.live.mu.Lock()
-	last, unread, source := o.live.last, o.live.unread, o.live.source
-	o.live.mu.Unlock()
-	if last == nil {
-		return nil
-	}
-	s := *last
-	c := *last.Cluster
-	s.Cluster = &c
-	return o.survey(&s, w, source, unread)
-}
-
-// survey surveys s; with a watch, over its newest objects, and the
-// differences of Services that changed since their node was read are
-// pending.
-func (o *tuiOptions) survey(s *snapshot.Snapshot, w *inspect.Watcher, source string, unread []analysis.NodeFindings) *survey.Survey {
-	opts := survey.Options{Family: o.family, Unread: unread, Settle: settle}
-	if w != nil {
-		if c, err := w.Cluster(); err == nil && s.Cluster != nil {
-			s.Cluster.Services, s.Cluster.EndpointSlices = c.Services, c.EndpointSlices
-		}
-		opts.Changed = w.Changes().Services
-	}
-	return survey.New(s, source, opts)
 }
 
 // every is how often the state is re-read: a file only on demand.
@@ -254,9 +161,5 @@ func (o *tuiOptions) load(ctx context.Context) (*survey.Survey, error) {
 	} else if o.local {
 		source = "live, node " + o.node
 	}
-	o.live.mu.Lock()
-	w := o.live.watcher
-	o.live.last, o.live.unread, o.live.source = s, o.unread, source
-	o.live.mu.Unlock()
-	return o.survey(s, w, source, o.unread), nil
+	return o.live.Remember(s, source, o.unread), nil
 }
