@@ -8,11 +8,10 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/svctrace/svctrace/dataplane"
-	"github.com/svctrace/svctrace/internal/procgroup"
+	"github.com/svctrace/svctrace/internal/detached"
 	"github.com/svctrace/svctrace/plugins/iptables"
 )
 
@@ -173,50 +172,30 @@ func writeTarget(ctx context.Context, backend, service string, t *Target, starte
 }
 
 // runDetached hands a job to a process of svctrace's own (the hidden
-// command dataplane.DetachedWriteArgs names), in a process group of its
-// own, and waits for it.
+// command dataplane.DetachedWriteArgs names), run detached (see package
+// detached), and waits for it.
 func runDetached(ctx context.Context, j job, started func()) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding svctrace's own binary, which writes the repair: %w", err)
 	}
-	f, err := os.CreateTemp("", "svctrace-ipvs-*.json")
+	// The same bytes json.Encoder writes, newline included.
+	input, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("writing the repair job: %w", err)
 	}
-	defer os.Remove(f.Name())
-	if err := json.NewEncoder(f).Encode(j); err != nil {
-		f.Close()
-		return fmt.Errorf("writing the repair job: %w", err)
+	w := detached.Write{
+		Input:   append(input, '\n'),
+		Pattern: "svctrace-ipvs-*.json",
+		Command: func(file string) *exec.Cmd {
+			return exec.Command(self, dataplane.DetachedWriteArgs("ipvs", file)...)
+		},
+
+		InputError: "writing the repair job",
+		StartError: "starting the repair's writer",
+		RunError:   "writing ipvs mode's state",
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing the repair job: %w", err)
-	}
-	// Its output goes to a file, not a pipe: a pipe whose reader is gone
-	// (svctrace stopped) would stop it at its first line.
-	out, err := os.CreateTemp("", "svctrace-ipvs-*.log")
-	if err != nil {
-		return fmt.Errorf("starting the repair's writer: %w", err)
-	}
-	defer os.Remove(out.Name())
-	defer out.Close()
-	cmd := exec.Command(self, dataplane.DetachedWriteArgs("ipvs", f.Name())...)
-	cmd.Stdout, cmd.Stderr = out, out
-	procgroup.Detach(cmd)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the repair's writer: %w", err)
-	}
-	if started != nil {
-		started()
-	}
-	if err := cmd.Wait(); err != nil {
-		text, _ := os.ReadFile(out.Name())
-		return fmt.Errorf("writing ipvs mode's state: %w: %s", err, strings.TrimSpace(string(text)))
-	}
-	return nil
+	return w.Run(ctx, started)
 }
 
 // WriteDetached is the writing process: it reads the job, works the

@@ -51,151 +51,93 @@ func addr(ip string) string {
 // servicePort writes one service port's elements and chains, as
 // syncProxyRules does in a full sync.
 func (r *renderer) servicePort(p *model.ServicePort) {
-	proto, spn := p.ProtoLower(), p.SPN()
-	if len(spn) > commentMax {
-		// nft takes no longer comment: v1.37 cuts it (before, the
-		// transaction failed and kube-proxy could not sync).
-		spn = spn[:commentMax]
+	c := r.portChains(p)
+	r.declareChains(c)
+	r.frontends(c)
+	if r.s.legacy() && c.pol.Internal.HasEndpoints {
+		r.internalMasquerade(p, c.internalChain)
 	}
-	port := strconv.Itoa(int(p.Port))
-	base := ServiceChainBase(p)
-	clusterChain, localChain := prefixService+base, prefixLocal+base
-	extChain, fwChain := prefixExternal+base, prefixFirewall+base
-	affinity := p.AffinityTimeoutSeconds > 0
-	reachable := p.ReachableEndpoints()
+	if c.usesExt {
+		r.externalChain(p, c.ext, c.cluster, c.externalPolicy, c.pol.External.HasEndpoints)
+	}
+	if c.usesFW {
+		r.firewallChain(p, c.fw)
+	}
+	r.policyChains(c)
+}
 
-	legacy := r.s.legacy()
-	for _, ep := range reachable {
-		if affinity || legacy {
+// declareChains makes the port's chains exist, before any element refers
+// to them, and adds its local endpoints' hairpin elements.
+func (r *renderer) declareChains(c *portChains) {
+	p, legacy := c.p, r.s.legacy()
+	for _, ep := range c.reachable {
+		if c.affinity || legacy {
 			r.chain(prefixEndpoint + EndpointChainBase(p, ep))
 		}
 		if ep.Local && !legacy {
-			r.elem("hairpin-connections", []string{addr(ep.IP), addr(ep.IP), proto, strconv.Itoa(int(ep.Port))}, "", "")
+			r.elem("hairpin-connections", []string{addr(ep.IP), addr(ep.IP), c.proto, strconv.Itoa(int(ep.Port))}, "", "")
 		}
 	}
-	usesCluster := len(p.ClusterEndpoints) > 0 && p.UsesClusterEndpoints()
-	if usesCluster {
-		r.chain(clusterChain)
+	if c.pol.UsesCluster {
+		r.chain(c.cluster)
 	}
-	usesLocal := len(p.LocalEndpoints) > 0 && p.UsesLocalEndpoints()
-	if usesLocal {
-		r.chain(localChain)
+	if c.pol.UsesLocal {
+		r.chain(c.local)
 	}
+	if c.usesExt {
+		r.chain(c.ext)
+	}
+}
 
-	hasEndpoints := p.HasAnyEndpoints
-	internalChain, hasInternal := clusterChain, hasEndpoints
-	if p.InternalPolicyLocal {
-		internalChain = localChain
-		hasInternal = hasInternal && len(p.LocalEndpoints) > 0
-	}
-	externalPolicyChain, hasExternal := clusterChain, hasEndpoints
-	if p.ExternalPolicyLocal {
-		externalPolicyChain = localChain
-		hasExternal = hasExternal && len(p.LocalEndpoints) > 0
-	}
-	usesExt := hasEndpoints && p.ExternallyAccessible
-	if usesExt {
-		r.chain(extChain)
-	}
-	internalVerdict, externalVerdict := "", ""
-	if !hasEndpoints {
-		internalVerdict, externalVerdict = "goto reject-chain", "goto reject-chain"
-	} else {
-		if !hasInternal {
-			internalVerdict = "drop"
-		}
-		if !hasExternal {
-			externalVerdict = "drop"
-		}
-	}
-
-	// Frontends.
+// frontends writes the port's elements in the shared maps: its ClusterIP,
+// external IPs, load balancer VIPs and NodePort lead to its chains when
+// it has endpoints, to a drop or reject when not.
+func (r *renderer) frontends(c *portChains) {
+	p, proto, port, spn := c.p, c.proto, c.port, c.spn
+	hasEndpoints, hasExternal := p.HasAnyEndpoints, c.pol.External.HasEndpoints
 	if p.ClusterIP != "" {
 		cip := addr(p.ClusterIP)
 		r.elem(setClusterIPs, []string{cip}, "", "")
-		if hasInternal {
-			r.elem(mapServiceIPs, []string{cip, proto, port}, "", "goto "+internalChain)
+		if c.pol.Internal.HasEndpoints {
+			r.elem(mapServiceIPs, []string{cip, proto, port}, "", "goto "+c.internalChain)
 		} else {
-			r.elem(mapNoEndpointServices, []string{cip, proto, port}, spn, internalVerdict)
+			r.elem(mapNoEndpointServices, []string{cip, proto, port}, spn, c.internalVerdict)
 		}
 	}
 	for _, ip := range p.ExternalIPs {
 		key := []string{addr(ip), proto, port}
 		if hasEndpoints {
-			r.elem(mapServiceIPs, key, "", "goto "+extChain)
+			r.elem(mapServiceIPs, key, "", "goto "+c.ext)
 		}
 		if !hasExternal {
-			r.elem(mapNoEndpointServices, key, spn, externalVerdict)
+			r.elem(mapNoEndpointServices, key, spn, c.externalVerdict)
 		}
 	}
-	usesFW := len(p.LoadBalancerIPs) > 0 && len(p.LoadBalancerSourceRanges) > 0
-	if usesFW {
-		r.chain(fwChain)
+	if c.usesFW {
+		r.chain(c.fw)
 	}
 	for _, ip := range p.LoadBalancerIPs {
 		key := []string{addr(ip), proto, port}
 		if hasEndpoints {
-			r.elem(mapServiceIPs, key, "", "goto "+extChain)
+			r.elem(mapServiceIPs, key, "", "goto "+c.ext)
 		}
-		if usesFW {
-			r.elem(mapFirewallIPs, key, "", "goto "+fwChain)
+		if c.usesFW {
+			r.elem(mapFirewallIPs, key, "", "goto "+c.fw)
 		}
 	}
 	if !hasExternal {
 		for _, ip := range p.LoadBalancerIPs {
-			r.elem(mapNoEndpointServices, []string{addr(ip), proto, port}, spn, externalVerdict)
+			r.elem(mapNoEndpointServices, []string{addr(ip), proto, port}, spn, c.externalVerdict)
 		}
 	}
 	if p.NodePort != 0 {
 		key := []string{proto, strconv.Itoa(int(p.NodePort))}
 		if hasEndpoints {
-			r.elem(mapServiceNodePorts, key, "", "goto "+extChain)
+			r.elem(mapServiceNodePorts, key, "", "goto "+c.ext)
 		}
 		if !hasExternal {
-			r.elem(mapNoEndpointNodePorts, key, spn, externalVerdict)
+			r.elem(mapNoEndpointNodePorts, key, spn, c.externalVerdict)
 		}
-	}
-
-	// Chains.
-	if legacy && hasInternal {
-		r.internalMasquerade(p, internalChain)
-	}
-	if usesExt {
-		r.externalChain(p, extChain, clusterChain, externalPolicyChain, hasExternal)
-	}
-	if usesFW {
-		r.firewallChain(p, fwChain)
-	}
-	if affinity {
-		for _, ep := range reachable {
-			r.affinitySet(EndpointChainBase(p, ep), p.AffinityTimeoutSeconds)
-		}
-	}
-	if !affinity && !legacy {
-		if usesCluster {
-			r.dnats(p, clusterChain, p.ClusterEndpoints)
-		}
-		if usesLocal {
-			r.dnats(p, localChain, p.LocalEndpoints)
-		}
-		return
-	}
-	if usesCluster {
-		r.jumps(p, clusterChain, p.ClusterEndpoints, affinity)
-	}
-	if usesLocal {
-		r.jumps(p, localChain, p.LocalEndpoints, affinity)
-	}
-	for _, ep := range reachable {
-		epBase := EndpointChainBase(p, ep)
-		if legacy {
-			// Hairpin traffic is masqueraded here, not by a set.
-			r.rule(prefixEndpoint+epBase, r.ipX, "saddr", addr(ep.IP), r.masquerade())
-		}
-		if affinity {
-			r.rule(prefixEndpoint+epBase, "update @"+prefixAffinity+epBase, "{", r.ipX, "saddr }")
-		}
-		r.rule(prefixEndpoint+epBase, "meta l4proto", proto, "dnat to", endpointAddr(ep))
 	}
 }
 

@@ -1,16 +1,14 @@
 package nftables
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
 
 	"github.com/svctrace/svctrace/dataplane"
-	"github.com/svctrace/svctrace/internal/procgroup"
+	"github.com/svctrace/svctrace/internal/detached"
 )
 
 // Write takes kube-proxy's table to the plan's render in one nft
@@ -67,40 +65,20 @@ func kernelLayout(family string) (*Layout, error) {
 	return l, nil
 }
 
-// runNft runs a script with nft -f, one transaction. The script is in a
-// file before nft starts, and nft runs in its own process group, so once
-// started it commits or fails as a whole even if svctrace is stopped.
+// runNft runs a script with nft -f, one transaction. nft runs detached
+// (see package detached), so once started it commits or fails as a whole
+// even if svctrace is stopped.
 func runNft(ctx context.Context, script string, started func()) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	w := detached.Write{
+		Input:   []byte(script),
+		Pattern: "svctrace-nft-*.nft",
+		Command: func(file string) *exec.Cmd { return exec.Command("nft", "-f", file) },
+
+		InputError: "writing the nft script",
+		StartError: "nft",
+		RunError:   "nft -f",
 	}
-	f, err := os.CreateTemp("", "svctrace-nft-*.nft")
-	if err != nil {
-		return fmt.Errorf("writing the nft script: %w", err)
-	}
-	name := f.Name()
-	defer os.Remove(name)
-	if _, err := f.WriteString(script); err != nil {
-		f.Close()
-		return fmt.Errorf("writing the nft script: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing the nft script: %w", err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command("nft", "-f", name)
-	cmd.Stderr = &stderr
-	procgroup.Detach(cmd)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("nft: %w", err)
-	}
-	if started != nil {
-		started()
-	}
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("nft -f: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
+	return w.Run(ctx, started)
 }
 
 // Script is the nft transaction that makes the changes in kube-proxy's
