@@ -8,7 +8,7 @@ package analysis
 
 import (
 	"fmt"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 	"maps"
 	"net/netip"
 	"slices"
@@ -16,10 +16,10 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/suggest"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/suggest"
 	"k8s.io/apimachinery/pkg/types"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 // causedBy puts a plane's own findings that name frontends in the place of

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 // weightTolerance absorbs the quantisation of iptables' probabilities.

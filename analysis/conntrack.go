@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/conntrack"
 	"github.com/svctrace/svctrace/model"
-	"github.com/svctrace/svctrace/plugins/conntrack"
 )
 
 // Flow is a conntrack entry to a Service frontend, with what it means.

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/svctrace/svctrace/plugins/conntrack"
+	"github.com/svctrace/svctrace/conntrack"
 	"github.com/svctrace/svctrace/snapshot"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/analysis/analysistest"
-	"github.com/svctrace/svctrace/plugins/conntrack"
+	"github.com/svctrace/svctrace/conntrack"
 	"github.com/svctrace/svctrace/snapshot"
 )
 

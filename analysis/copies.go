@@ -6,7 +6,7 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 // otherCopy reads the second copy of kube-proxy's rules the kernel runs

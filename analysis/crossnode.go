@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 // maxCrossNodeNotes bounds the differences between nodes a report lists.

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 )
 
 // nodePortCIDRs is nodePortAddresses as kube-proxy reads it for one IP

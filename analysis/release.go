@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 )
 
 // ProxyVersion is the version of the node's kube-proxy and what told it:

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 // RenderDrift writes a drift report as text; wide adds the rules involved.

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/internal/suggest"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/suggest"
 )
 
 // ServiceRef names a Service, optionally one port of it.

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 )
 
 // serviceRangeFlag is the kube-apiserver flag that holds the Service

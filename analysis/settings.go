@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

@@ -23,7 +23,7 @@ echo "$out" | awk '
 # the same run, then correlated with Services.
 if [ "$(id -u)" = 0 ] && command -v conntrack >/dev/null 2>&1; then
 	echo
-	go test -tags bench ./plugins/conntrack/ -run TestDumpVersusConntrackCLI -count=1 -v |
+	go test -tags bench ./conntrack/ -run TestDumpVersusConntrackCLI -count=1 -v |
 		sed -n '/method (best of 3)/,/^$/p' | sed 's/^ *//'
 	go test ./analysis/ -run XXX -bench Correlate100k -benchmem -benchtime 3x | grep '^Benchmark'
 else

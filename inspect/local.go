@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/svctrace/conntrack"
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/plugins"
-	"github.com/svctrace/svctrace/plugins/conntrack"
 	"github.com/svctrace/svctrace/snapshot"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )

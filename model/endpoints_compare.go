@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )

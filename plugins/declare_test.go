@@ -3,6 +3,7 @@ package plugins
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,5 +72,38 @@ func TestPlanesDeclare(t *testing.T) {
 	}
 	if n := strings.Count(sec, "\n| ") - 1; n != len(rows) { // less the header
 		t.Errorf("docs/architecture.md's table has %d rows, the planes declare %d", n, len(rows))
+	}
+}
+
+// TestArchitectureMap: docs/architecture.md's map names every package
+// directory at the top of the module and under internal/, so that it says
+// where each thing lives.
+func TestArchitectureMap(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"..", "../internal"} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "testdata" {
+				continue
+			}
+			gos, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*.go"))
+			subs, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*", "*.go"))
+			if len(gos)+len(subs) == 0 {
+				continue
+			}
+			name := e.Name()
+			if dir == ".." && !strings.Contains(string(doc), "\n"+name+"/") && !strings.Contains(string(doc), ", "+name+"/") {
+				t.Errorf("docs/architecture.md's map lacks %s/", name)
+			}
+			if dir != ".." && !strings.Contains(string(doc), name) {
+				t.Errorf("docs/architecture.md's map lacks internal/%s", name)
+			}
+		}
 	}
 }

@@ -3,8 +3,8 @@
 // everything about its kernel state: which dumps it reads, how it parses
 // and walks them, its text-level checks and what it infers. Code outside
 // plugins/ knows a plane only through dataplane's contract; a test keeps it
-// so. conntrack, the connection table, is no data plane: analysis and
-// repair use it directly.
+// so. Every package under plugins/ is a plane; the connection table
+// (package conntrack) is none, and analysis and repair use it directly.
 package plugins
 
 import (

@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/svctrace/svctrace/analysis"
-	"github.com/svctrace/svctrace/plugins/conntrack"
+	"github.com/svctrace/svctrace/conntrack"
 )
 
 // ConntrackTable is the kernel's connection tracking table as a repair

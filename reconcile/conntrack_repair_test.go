@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/svctrace/svctrace/analysis/analysistest"
-	"github.com/svctrace/svctrace/plugins/conntrack"
+	"github.com/svctrace/svctrace/conntrack"
 )
 
 // fakeTable is a conntrack table in memory: the unit tests' edge of the

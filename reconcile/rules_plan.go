@@ -14,10 +14,10 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/suggest"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/suggest"
 )
 
 // RulesOptions steer a rules plan.

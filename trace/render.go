@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 var classLabels = map[behavior.SourceClass]string{

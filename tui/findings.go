@@ -11,7 +11,7 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 // findingsScreen lists every finding of the nodes read, grouped by type

@@ -10,8 +10,8 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/trace"
-	"github.com/svctrace/svctrace/wording"
 )
 
 // pathsScreen is one Service on one node: every frontend, what each

@@ -10,8 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/trace"
-	"github.com/svctrace/svctrace/wording"
 )
 
 // traceScreen asks for a packet (node, source, destination, where it

@@ -9,9 +9,9 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 )
 
 type collectOptions struct {

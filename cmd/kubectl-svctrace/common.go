@@ -22,10 +22,10 @@ import (
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 )
 
 // commonOptions are the flags every node-reading command shares.

@@ -10,8 +10,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/reconcile"
-	"github.com/svctrace/svctrace/wording"
 )
 
 func newReconcileCommand(streams genericiooptions.IOStreams) *cobra.Command {

@@ -11,10 +11,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 )
 
 func newReconcileRollbackCommand(streams genericiooptions.IOStreams) *cobra.Command {

@@ -17,11 +17,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/nodeapi"
 	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/reconcile"
 	"github.com/svctrace/svctrace/snapshot"
-	"github.com/svctrace/svctrace/wording"
 )
 
 // stopAtEnv names a stage of --apply at which svctrace kills itself: the

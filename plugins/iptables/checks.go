@@ -8,7 +8,7 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 // leftover chain names of other proxy modes: the userspace proxier and

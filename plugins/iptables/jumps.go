@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/wording"
+	"github.com/svctrace/svctrace/internal/wording"
 )
 
 // entryJump is one of the rules by which kube-proxy's iptables mode leads

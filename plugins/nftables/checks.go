@@ -8,8 +8,8 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/plugins/iptables"
-	"github.com/svctrace/svctrace/wording"
 )
 
 // Checks looks for what behaviour cannot show: kube-proxy's per-service
