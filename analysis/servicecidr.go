@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -92,23 +91,13 @@ func serviceCIDRChecks(node, family string, c *snapshot.Cluster, podCIDRs []stri
 		}
 	}
 	var pods []string
-	for i := range c.Pods {
-		p := &c.Pods[i]
-		if p.Spec.NodeName != node || p.Spec.HostNetwork {
-			continue
-		}
-		for _, ip := range p.Status.PodIPs {
-			a, err := netip.ParseAddr(ip.IP)
-			if err != nil || a.Is4() != (family != "IPv6") {
-				continue
-			}
-			svc, isClusterIP := clusterIPs[a]
-			switch {
-			case isClusterIP:
-				pods = append(pods, fmt.Sprintf("%s/%s %s = ClusterIP of %s", p.Namespace, p.Name, ip.IP, svc))
-			case inRange(a):
-				pods = append(pods, fmt.Sprintf("%s/%s %s", p.Namespace, p.Name, ip.IP))
-			}
+	for _, p := range nodePodAddrs(c, node, family) {
+		svc, isClusterIP := clusterIPs[p.addr]
+		switch {
+		case isClusterIP:
+			pods = append(pods, p.String()+" = ClusterIP of "+svc)
+		case inRange(p.addr):
+			pods = append(pods, p.String())
 		}
 	}
 	if len(pods) > 0 {

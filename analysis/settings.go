@@ -52,19 +52,9 @@ func podCIDRChecks(node, family string, cfg snapshot.ProxyConfig, c *snapshot.Cl
 			ranges = append(ranges, s)
 		}
 	}
-	if c != nil {
-		for i := range c.Pods {
-			p := &c.Pods[i]
-			if p.Spec.NodeName != node || p.Spec.HostNetwork {
-				continue
-			}
-			for _, ip := range p.Status.PodIPs {
-				a, err := netip.ParseAddr(ip.IP)
-				if err != nil || a.Is4() != (family != "IPv6") || covered(netip.PrefixFrom(a, a.BitLen())) {
-					continue
-				}
-				pods = append(pods, fmt.Sprintf("%s/%s %s", p.Namespace, p.Name, ip.IP))
-			}
+	for _, p := range nodePodAddrs(c, node, family) {
+		if !covered(netip.PrefixFrom(p.addr, p.addr.BitLen())) {
+			pods = append(pods, p.String())
 		}
 	}
 	if len(ranges) == 0 && len(pods) == 0 {
@@ -90,6 +80,35 @@ func podCIDRChecks(node, family string, cfg snapshot.ProxyConfig, c *snapshot.Cl
 		Message: fmt.Sprintf("kube-proxy's cluster CIDR (%s) does not cover %s: it takes their connections to Services for traffic from outside the cluster and masquerades them, so backends see the node's address and NetworkPolicies that allow them by source do not match. Set kube-proxy's --cluster-cidr (clusterCIDR) to the Pods' ranges",
 			given, wording.And(outside)),
 	}}
+}
+
+// podAddr is an address of a Pod (not on the host's network).
+type podAddr struct {
+	pod  string // namespace/name
+	addr netip.Addr
+}
+
+func (p podAddr) String() string { return p.pod + " " + p.addr.String() }
+
+// nodePodAddrs are the addresses of family of the node's Pods that have
+// their own (hostNetwork Pods have the node's); none without API objects.
+func nodePodAddrs(c *snapshot.Cluster, node, family string) []podAddr {
+	if c == nil {
+		return nil
+	}
+	var out []podAddr
+	for i := range c.Pods {
+		p := &c.Pods[i]
+		if p.Spec.NodeName != node || p.Spec.HostNetwork {
+			continue
+		}
+		for _, ip := range p.Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil && a.Is4() == (family != "IPv6") {
+				out = append(out, podAddr{p.Namespace + "/" + p.Name, a})
+			}
+		}
+	}
+	return out
 }
 
 // settingsSource says where kube-proxy's settings came from.

@@ -77,12 +77,5 @@ func frozenWatch(t *testing.T, c *cluster, fc failureCase) {
 	if err := c.WaitSynced("node1"); err != nil {
 		t.Fatal(err)
 	}
-	waitDrift(t, c, "node1", nil)
-	if err := c.Delete(obj.Kind, obj.Metadata.Namespace, obj.Metadata.Name); err != nil {
-		t.Fatal(err)
-	}
-	waitDrift(t, c, "node1", nil)
-	if err := c.StopKubeProxy("node1"); err != nil {
-		t.Fatal(err)
-	}
+	deleteWritten(t, c, obj)
 }

@@ -215,6 +215,13 @@ func failingWrites(t *testing.T, c *cluster, fc failureCase) {
 	if err := os.Remove(fail); err != nil {
 		t.Fatal(err)
 	}
+	deleteWritten(t, c, obj)
+}
+
+// deleteWritten ends a case whose API change node1's running kube-proxy
+// writes again: no drift with it, none once it is deleted, and kube-proxy
+// is stopped, as the matrix left it.
+func deleteWritten(t *testing.T, c *cluster, obj manifest) {
 	waitDrift(t, c, "node1", nil)
 	if err := c.Delete(obj.Kind, obj.Metadata.Namespace, obj.Metadata.Name); err != nil {
 		t.Fatal(err)
