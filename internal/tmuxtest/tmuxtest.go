@@ -46,7 +46,11 @@ func Start(t testing.TB, command string, env ...string) *Pane {
 
 func (p *Pane) run(args ...string) string {
 	p.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", p.sock}, args...)...).CombinedOutput()
+	cmd := exec.Command("tmux", append([]string{"-S", p.sock}, args...)...)
+	// The server runs the command with $SHELL -c: the same shell for
+	// everyone (a login shell may be fish, or nologin for a system user).
+	cmd.Env = append(os.Environ(), "SHELL=/bin/sh")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
 	}

@@ -22,14 +22,7 @@ import (
 	"github.com/svctrace/svctrace/trace"
 )
 
-func TestMain(m *testing.M) {
-	if os.Geteuid() == 0 {
-		if err := lab.CleanupStale(); err != nil {
-			fmt.Fprintln(os.Stderr, "lab: stale cleanup:", err)
-		}
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(lab.Main(m)) }
 
 // cluster is the lab with the matrix applied.
 type cluster struct {

@@ -12,15 +12,8 @@ import (
 	"time"
 )
 
-// TestMain removes namespaces left by crashed earlier runs before any test starts.
-func TestMain(m *testing.M) {
-	if os.Geteuid() == 0 {
-		if err := CleanupStale(); err != nil {
-			fmt.Fprintln(os.Stderr, "lab: stale cleanup:", err)
-		}
-	}
-	os.Exit(m.Run())
-}
+// TestMain: see Main.
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
 
 // TestLabSmoke: a real control plane and two real kube-proxies (iptables mode), a ClusterIP
 // Service with one endpoint on each node, and real traffic from a third pod through the
