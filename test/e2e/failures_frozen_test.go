@@ -62,6 +62,9 @@ func frozenWatch(t *testing.T, c *cluster, fc failureCase) {
 	if err := c.WaitSynced("node1"); err != nil {
 		t.Fatal(err)
 	}
+	// A kube-proxy just started may miss its zone label (see
+	// relabelZones): it learns it again while the API still answers.
+	c.relabelZones(t, "node1")
 	relay.Freeze()
 	time.Sleep(watchLag)
 	c.Apply(t, fc.API)
@@ -77,5 +80,6 @@ func frozenWatch(t *testing.T, c *cluster, fc failureCase) {
 	if err := c.WaitSynced("node1"); err != nil {
 		t.Fatal(err)
 	}
+	c.relabelZones(t, "node1")
 	deleteWritten(t, c, obj)
 }

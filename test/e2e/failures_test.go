@@ -139,6 +139,9 @@ func failureCorpus(t *testing.T, c *cluster) {
 					if err := c.WaitSynced("node1"); err != nil {
 						t.Fatal(err)
 					}
+					// A kube-proxy just started may miss its zone
+					// label (see relabelZones).
+					c.relabelZones(t, "node1")
 				} else {
 					c.syncOnceWith(t, "node1", args)
 				}
@@ -168,6 +171,7 @@ func (c *cluster) syncOnceWith(t *testing.T, node string, args []string) {
 	if err := c.WaitSynced(node); err != nil {
 		t.Fatal(err)
 	}
+	c.relabelZones(t, node)
 	if err := c.StopKubeProxy(node); err != nil {
 		t.Fatal(err)
 	}
