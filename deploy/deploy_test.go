@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/svctrace/svctrace/test/lab"
+
+	"github.com/svctrace/svctrace/internal/slowtest"
 )
 
 var update = flag.Bool("update", false, "rewrite prometheus-operator/prometheusrule.yaml from prometheus/svctrace-rules.yml")
@@ -77,6 +79,7 @@ func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 // TestRulesWithPromtool: Prometheus's own checker accepts the rules, and
 // its unit tests of every alert (prometheus/svctrace-rules_test.yml) pass.
 func TestRulesWithPromtool(t *testing.T) {
+	slowtest.Need(t, "builds promtool")
 	bin, err := lab.PrometheusTools(t.Context())
 	if err != nil {
 		if os.Getenv("CI") == "true" {

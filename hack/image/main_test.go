@@ -12,12 +12,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/svctrace/svctrace/internal/slowtest"
 )
 
 // TestBuildAndPush builds the svctrace image as hack/image.sh does, writes the archive and
 // pushes it to a registry (go-containerregistry's, in this process): the pushed image is the
 // archive's, and holds the binary and the kernel tools.
 func TestBuildAndPush(t *testing.T) {
+	slowtest.Need(t, "builds the image from Debian packages")
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("apt-get missing")

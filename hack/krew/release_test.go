@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svctrace/svctrace/internal/slowtest"
 )
 
 const releaseVersion = "v0.0.0-krewtest"
@@ -24,6 +26,7 @@ const releaseVersion = "v0.0.0-krewtest"
 // archive with its binary and licence, and the binary of this machine's
 // platform printing the version.
 func TestRelease(t *testing.T) {
+	slowtest.Need(t, "builds a release for six platforms")
 	out := t.TempDir()
 	start := time.Now()
 	cmd := exec.Command("bash", "../release.sh", releaseVersion, out)

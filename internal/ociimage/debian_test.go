@@ -7,11 +7,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/svctrace/svctrace/internal/slowtest"
 )
 
 // TestDebianFiles takes iptables and its dependencies from the machine's apt sources (CI
 // installs apt's lists with the kernel tools; this machine's registries include Debian's).
 func TestDebianFiles(t *testing.T) {
+	slowtest.Need(t, "downloads Debian packages")
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("apt-get missing")
