@@ -78,20 +78,22 @@ func nodePortChecks(node string, cfg snapshot.ProxyConfig, v *model.NodeView, lo
 	if len(given) == 0 {
 		return nil
 	}
-	if _, all := nodePortCIDRs(cfg.NodePortAddresses, v.Family, v.NodeIPs); all {
+	cidrs, all := nodePortCIDRs(cfg.NodePortAddresses, v.Family, v.NodeIPs)
+	if all {
 		return nil
 	}
 	addrs := slices.Concat(v.NodeIPs, local)
 	if len(addrs) == 0 {
 		return nil
 	}
-	for _, ip := range addrs {
-		a, err := netip.ParseAddr(ip)
-		if err != nil {
-			continue
+	// What the keywords add counts too (primary is a node address), and
+	// NodePorts kept to loopback are a choice.
+	for _, p := range cidrs {
+		if p.Addr().IsLoopback() {
+			return nil
 		}
-		for _, p := range given {
-			if p.Contains(a) {
+		for _, ip := range addrs {
+			if a, err := netip.ParseAddr(ip); err == nil && p.Contains(a) {
 				return nil
 			}
 		}

@@ -49,7 +49,7 @@ func TestNodePortChecks(t *testing.T) {
 	}
 	// kube-proxy reads only the family's ranges; without one it accepts
 	// NodePorts on every address, as the kernel's rules here do.
-	for _, spec := range [][]string{{"fd00::/64"}, {"192.0.2.0/24"}, {"primary"}, {"all"}, {"0.0.0.0/0", "10.9.0.0/16"}} {
+	for _, spec := range [][]string{{"fd00::/64"}, {"192.0.2.0/24"}, {"primary"}, {"all"}, {"0.0.0.0/0", "10.9.0.0/16"}, {"primary", "198.18.0.0/24"}, {"127.0.0.0/8"}} {
 		if fs := with(spec...); strings.Contains(typeList(fs), behavior.NodePortAddressesMismatch) {
 			t.Errorf("nodePortAddresses %v: %+v", spec, fs)
 		}
