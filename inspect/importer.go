@@ -102,10 +102,17 @@ func Import(o ImportOptions) (*snapshot.Snapshot, error) {
 		return nil
 	}
 	var flags []string
+	known := map[string]bool{}
 	for _, k := range plugins.Dumps() {
+		known[k.Collector] = true
 		flags = append(flags, "--"+k.Flag+" FILE")
 		if err := add(o.Files[k.Collector], k); err != nil {
 			return nil, err
+		}
+	}
+	for c := range o.Files {
+		if !known[c] {
+			return nil, fmt.Errorf("importing node %s: no plane reads dumps of kind %q", o.Node, c)
 		}
 	}
 	if len(ns.Dumps) == 0 {
