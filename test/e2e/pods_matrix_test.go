@@ -390,6 +390,12 @@ func (c *cluster) checkPodsChanges(t *testing.T) {
 		if err := c.StartKubeProxyPod("node1"); err != nil {
 			t.Fatal(err)
 		}
+		if err := c.WaitSynced("node1"); err != nil {
+			t.Fatal(err)
+		}
+		// A kube-proxy just started may miss its zone label and spread
+		// default/zoned over every zone (see relabelZones): CI met it here.
+		c.relabelZones(t, "node1", "node2")
 		waitDrift(t, c, "node1", nil)
 		waitDrift(t, c, "node2", nil)
 	})
