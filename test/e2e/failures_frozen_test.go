@@ -46,10 +46,6 @@ func frozenWatch(t *testing.T, c *cluster, fc failureCase) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { relay.Close() })
-	args := append(slices.Clone(c.proxyArgs), fc.ProxyArgs...)
-	if err := c.StartKubeProxyVersion("node1", c.version, c.mode, append(args, "--master=https://"+relay.Addr)...); err != nil {
-		t.Fatal(err)
-	}
 	// Whatever happens, the next case finds the API and node1 as the
 	// matrix left them: the change gone, kube-proxy stopped.
 	t.Cleanup(func() {
@@ -59,12 +55,10 @@ func frozenWatch(t *testing.T, c *cluster, fc failureCase) {
 			_ = c.StopKubeProxy("node1")
 		}
 	})
-	if err := c.WaitSynced("node1"); err != nil {
-		t.Fatal(err)
-	}
-	// A kube-proxy just started may miss its zone label (see
-	// relabelZones): it learns it again while the API still answers.
-	c.relabelZones(t, "node1")
+	// Its zone label is learnt again (startSynced) while the API still
+	// answers.
+	args := append(slices.Clone(c.proxyArgs), fc.ProxyArgs...)
+	c.startSynced(t, "node1", append(args, "--master=https://"+relay.Addr))
 	relay.Freeze()
 	time.Sleep(watchLag)
 	c.Apply(t, fc.API)
@@ -74,12 +68,6 @@ func frozenWatch(t *testing.T, c *cluster, fc failureCase) {
 		t.Fatal(err)
 	}
 	relay.Thaw()
-	if err := c.StartKubeProxyVersion("node1", c.version, c.mode, c.proxyArgs...); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitSynced("node1"); err != nil {
-		t.Fatal(err)
-	}
-	c.relabelZones(t, "node1")
+	c.startSynced(t, "node1", c.proxyArgs)
 	deleteWritten(t, c, obj)
 }

@@ -133,15 +133,7 @@ func failureCorpus(t *testing.T, c *cluster) {
 				args := append(slices.Clone(c.proxyArgs), fc.ProxyArgs...)
 				if fc.Running {
 					t.Cleanup(stop)
-					if err := c.StartKubeProxyVersion("node1", c.version, c.mode, args...); err != nil {
-						t.Fatal(err)
-					}
-					if err := c.WaitSynced("node1"); err != nil {
-						t.Fatal(err)
-					}
-					// A kube-proxy just started may miss its zone
-					// label (see relabelZones).
-					c.relabelZones(t, "node1")
+					c.startSynced(t, "node1", args)
 				} else {
 					c.syncOnceWith(t, "node1", args)
 				}
@@ -165,6 +157,17 @@ func failureCorpus(t *testing.T, c *cluster) {
 // with those settings, and nothing changes them.
 func (c *cluster) syncOnceWith(t *testing.T, node string, args []string) {
 	t.Helper()
+	c.startSynced(t, node, args)
+	if err := c.StopKubeProxy(node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startSynced starts the node's kube-proxy with args and waits for its
+// sync; then it relabels the zones, since a kube-proxy just started may
+// miss its zone label (see relabelZones).
+func (c *cluster) startSynced(t *testing.T, node string, args []string) {
+	t.Helper()
 	if err := c.StartKubeProxyVersion(node, c.version, c.mode, args...); err != nil {
 		t.Fatal(err)
 	}
@@ -172,9 +175,6 @@ func (c *cluster) syncOnceWith(t *testing.T, node string, args []string) {
 		t.Fatal(err)
 	}
 	c.relabelZones(t, node)
-	if err := c.StopKubeProxy(node); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // failingWrites runs a case whose kube-proxy cannot write: node1's
