@@ -3,36 +3,28 @@
 package iptables
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/svctrace/svctrace/plugins/iptables/xtables"
 )
 
-// The x_tables get options (linux/netfilter_ipv4/ip_tables.h and its IPv6
-// twin share the numbers), and the sizes of their requests.
-const (
-	soGetInfo    = 64 // IPT_SO_GET_INFO, IP6T_SO_GET_INFO
-	soGetEntries = 65 // IPT_SO_GET_ENTRIES, IP6T_SO_GET_ENTRIES
-	tableNameLen = 32 // XT_TABLE_MAXNAMELEN
-	getInfoSize  = tableNameLen + 4 + 5*4 + 5*4 + 4 + 4
-	// getEntriesHead is struct ipt_get_entries up to its entry table,
-	// which the counters of its entries align to 8 bytes.
-	getEntriesHead = 40
-	readAttempts   = 5
-)
+// readAttempts is how many times a table that changes while it is read
+// is read again.
+const readAttempts = 5
 
 // ReadLegacy reads the tables of the legacy (x_tables) backend of one IP
 // family ("IPv4" or "IPv6") as iptables-legacy-save prints them, from the
 // kernel itself rather than through the tool: it asks for each table's
-// entries over a raw socket and prints them (see kernel_table.go). It
-// reads the calling thread's network namespace (internal/netns.Run reads
-// another).
+// entries over a raw socket (package xtables) and prints them (see
+// kernel_table.go). It reads the calling thread's network namespace
+// (internal/netns.Run reads another).
 //
 // Anything it does not print as iptables-save would (a match or target
 // it does not know, a revision it does not read) is an error that wraps
@@ -44,32 +36,32 @@ func ReadLegacy(family string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("iptables: no legacy read of family %q", family)
 	}
-	return readLegacy(fam)
+	k, err := xtables.Open(fam.xt)
+	if err != nil {
+		return "", fmt.Errorf("iptables: %w", err)
+	}
+	defer k.Close()
+	return readLegacy(k, fam)
 }
 
 // ErrNoLegacy is the error of a legacy read where the kernel has no legacy
 // tables in use.
 var ErrNoLegacy = errors.New("the legacy backend is not in use in this kernel")
 
-// readLegacy prints every table of the family in the thread's namespace,
-// in the order the kernel lists them, as iptables-legacy-save does.
-func readLegacy(fam *xtFamily) (string, error) {
-	names, err := legacyTables(fam)
+// readLegacy prints every table of the family that k has, in the order
+// the kernel lists them, as iptables-legacy-save does.
+func readLegacy(k xtables.Kernel, fam *xtFamily) (string, error) {
+	names, err := legacyTables(k, fam)
 	if err != nil {
 		return "", err
 	}
-	fd, err := unix.Socket(fam.af, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
-	if err != nil {
-		return "", fmt.Errorf("iptables: opening a raw socket: %w", err)
-	}
-	defer unix.Close(fd)
 	// A strings.Builder hands over its bytes without a copy: the text of a
 	// large node is tens of megabytes.
 	var out strings.Builder
 	out.Grow(1 << 16)
 	now := time.Now().Format("Mon Jan _2 15:04:05 2006")
 	for _, name := range names {
-		blob, info, err := getEntries(fd, fam, name)
+		blob, info, err := getEntries(k, fam, name)
 		if err != nil {
 			return "", err
 		}
@@ -79,8 +71,8 @@ func readLegacy(fam *xtFamily) (string, error) {
 		fmt.Fprintf(&out, "# Read by svctrace from the kernel's legacy %s tables on %s\n", fam.name, now)
 		// The entries printed are given back as the rest is printed: the
 		// text and the entries are not both whole in memory at once.
-		err = printTable(&out, fam, name, blob[getEntriesHead:], info, func(lo, hi uint32) {
-			release(blob, getEntriesHead+int(lo), getEntriesHead+int(hi))
+		err = printTable(&out, fam, name, blob[xtables.EntriesHead:], info, func(lo, hi uint32) {
+			release(blob, xtables.EntriesHead+int(lo), xtables.EntriesHead+int(hi))
 		})
 		unix.Munmap(blob)
 		if err != nil {
@@ -104,44 +96,33 @@ func release(m []byte, lo, hi int) {
 }
 
 // legacyTables lists the family's tables in use, as the kernel tells.
-func legacyTables(fam *xtFamily) ([]string, error) {
-	f, err := os.Open("/proc/thread-self/net/" + fam.procNames)
-	if errors.Is(err, os.ErrNotExist) {
+func legacyTables(k xtables.Kernel, fam *xtFamily) ([]string, error) {
+	names, err := k.Tables()
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("iptables: %s: %w", fam.name, ErrNoLegacy)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("iptables: listing the legacy tables: %w", err)
-	}
-	defer f.Close()
-	var names []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if n := strings.TrimSpace(sc.Text()); n != "" {
-			names = append(names, n)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("iptables: listing the legacy tables: %w", err)
+		return nil, fmt.Errorf("iptables: %w", err)
 	}
 	return names, nil
 }
 
 // getEntries reads a table's entries into memory mapped for them (the
-// caller unmaps it; the entries start at getEntriesHead): a large table's
-// entries are a hundred megabytes or more, which the kernel writes once
+// caller unmaps it; the entries start at xtables.EntriesHead): a large
+// table's entries are a hundred megabytes or more, which the kernel writes once
 // and the reader reads once, so they are neither cleared first nor left
 // to the garbage collector. The table may change between asking its size
 // and its entries (the kernel then refuses the second with EAGAIN): it
 // asks again, a few times.
-func getEntries(fd int, fam *xtFamily, name string) ([]byte, tableInfo, error) {
+func getEntries(k xtables.Kernel, fam *xtFamily, name string) ([]byte, tableInfo, error) {
 	var info tableInfo
-	if len(name) >= tableNameLen {
+	if len(name) >= xtables.TableNameLen {
 		return nil, info, fmt.Errorf("iptables: table name %q is too long", name)
 	}
 	for range readAttempts {
-		ib := make([]byte, getInfoSize)
+		ib := make([]byte, xtables.InfoSize)
 		copy(ib, name)
-		if err := getsockopt(fd, fam.level, soGetInfo, ib); err != nil {
+		if err := k.Get(xtables.GetInfo, ib); err != nil {
 			return nil, info, fmt.Errorf("iptables: %s table %s: asking its size: %w", fam.name, name, err)
 		}
 		info = tableInfo{validHooks: ne.Uint32(ib[32:])}
@@ -150,13 +131,13 @@ func getEntries(fd int, fam *xtFamily, name string) ([]byte, tableInfo, error) {
 			info.underflow[h] = ne.Uint32(ib[56+4*h:])
 		}
 		info.entries, info.size = ne.Uint32(ib[76:]), ne.Uint32(ib[80:])
-		eb, err := unix.Mmap(-1, 0, getEntriesHead+int(info.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+		eb, err := unix.Mmap(-1, 0, xtables.EntriesHead+int(info.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 		if err != nil {
 			return nil, info, fmt.Errorf("iptables: %s table %s: %d bytes for its entries: %w", fam.name, name, info.size, err)
 		}
 		copy(eb, name)
 		ne.PutUint32(eb[32:], info.size)
-		err = getsockopt(fd, fam.level, soGetEntries, eb)
+		err = k.Get(xtables.GetEntries, eb)
 		if err == nil {
 			return eb, info, nil
 		}
@@ -166,16 +147,4 @@ func getEntries(fd int, fam *xtFamily, name string) ([]byte, tableInfo, error) {
 		}
 	}
 	return nil, info, fmt.Errorf("iptables: %s table %s changed during each of %d reads", fam.name, name, readAttempts)
-}
-
-// getsockopt asks an x_tables option, with buf both the question and the
-// answer.
-func getsockopt(fd, level, opt int, buf []byte) error {
-	n := uint32(len(buf))
-	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt),
-		uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/svctrace/svctrace/plugins/iptables/xtables"
 )
 
 // ErrNotTranslated marks kernel state the legacy reader does not print as
@@ -18,12 +20,11 @@ var ErrNotTranslated = errors.New("not translated")
 var ne = binary.NativeEndian
 
 // xtFamily is the layout of one family's x_tables entries
-// (struct ipt_entry, struct ip6t_entry) and where its tables are listed.
+// (struct ipt_entry, struct ip6t_entry); xt asks the kernel for them.
 type xtFamily struct {
-	name      string
-	af, level int
-	procNames string
-	addrLen   int
+	name    string
+	xt      xtables.Family
+	addrLen int
 	// offsets in an entry
 	iniface, proto, flags, invflags, targetOffset, nextOffset, counters int
 	entrySize                                                           int
@@ -33,10 +34,10 @@ type xtFamily struct {
 // xtFamilies are the families' layouts, from linux/netfilter_ipv4/ip_tables.h
 // and linux/netfilter_ipv6/ip6_tables.h.
 var xtFamilies = map[string]*xtFamily{
-	famIPv4: {name: famIPv4, af: 2 /* AF_INET */, level: 0 /* SOL_IP */, procNames: "ip_tables_names", addrLen: 4,
+	famIPv4: {name: famIPv4, xt: xtables.IPv4, addrLen: 4,
 		iniface: 16, proto: 80, flags: 82, invflags: 83, targetOffset: 88, nextOffset: 90, counters: 96, entrySize: 112,
 		gotoFlag: 0x02, fragFlag: 0x01},
-	famIPv6: {name: famIPv6, af: 10 /* AF_INET6 */, level: 41 /* SOL_IPV6 */, procNames: "ip6_tables_names", addrLen: 16,
+	famIPv6: {name: famIPv6, xt: xtables.IPv6, addrLen: 16,
 		iniface: 64, proto: 128, flags: 131, invflags: 132, targetOffset: 140, nextOffset: 142, counters: 152, entrySize: 168,
 		gotoFlag: 0x04},
 }

@@ -4,6 +4,7 @@ package iptables
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -47,10 +48,17 @@ func withoutComments(s string) string {
 	return b.String()
 }
 
+// legacyCase is a ruleset loaded with the family's legacy restore. Under
+// SVCTRACE_RECORD=1 a case with a record name writes what the kernel
+// answered the reader to testdata/kernel/<record>.rec (from where),
+// with iptables-legacy-save's output beside it (TestReplayLegacy plays
+// them back).
+type legacyCase struct{ family, text, record, from string }
+
 // legacyCases are rulesets loaded with the family's legacy restore and
 // read both ways: kube-proxy's own, captured from a real kube-proxy, and
 // hand-written ones for the forms it does not write.
-func legacyCases(t *testing.T) map[string]struct{ family, text string } {
+func legacyCases(t *testing.T) map[string]legacyCase {
 	read := func(p string) string {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -61,15 +69,19 @@ func legacyCases(t *testing.T) map[string]struct{ family, text string } {
 	// nfacct objects are not in the namespace: their matches go (the
 	// forms make theirs).
 	nfacct := regexp.MustCompile(` -m nfacct --nfacct-name +[a-z_]+`)
-	kp := nfacct.ReplaceAllString(read("../../testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt"), "")
-	return map[string]struct{ family, text string }{
-		"kube-proxy v1.36.3": {famIPv4, kp},
+	const kpFile, kp6File = "../../testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt", "testdata/ipv6/node1.ip6tables-save.txt"
+	kp := nfacct.ReplaceAllString(read(kpFile), "")
+	return map[string]legacyCase{
+		"kube-proxy v1.36.3": {famIPv4, kp, "kube-proxy-v1.36.3-node1-ipv4",
+			"a real kube-proxy v1.36.3's (" + kpFile + "), its nfacct matches left out"},
+		"kube-proxy v1.36.3 IPv6": {famIPv6, read(kp6File), "kube-proxy-v1.36.3-node1-ipv6",
+			"a real kube-proxy v1.36.3's mapped to IPv6 (" + kp6File + ", see testdata/ipv6/README.md)"},
 		// Large enough to be printed in two halves at once, its entries
 		// given back as they are printed (printTable).
-		"generated, 1,000 Services": {famIPv4, nfacct.ReplaceAllString(snapshottest.IPTablesSave(1000, 10), "")},
-		"forms IPv4":                {famIPv4, read("testdata/kernel-forms.rules")},
-		"forms IPv6":                {famIPv6, read("testdata/kernel-forms6.rules")},
-		"empty":                     {famIPv4, ""},
+		"generated, 1,000 Services": {famIPv4, nfacct.ReplaceAllString(snapshottest.IPTablesSave(1000, 10), ""), "", ""},
+		"forms IPv4":                {famIPv4, read("testdata/kernel-forms.rules"), "forms-ipv4", "testdata/kernel-forms.rules"},
+		"forms IPv6":                {famIPv6, read("testdata/kernel-forms6.rules"), "forms-ipv6", "testdata/kernel-forms6.rules"},
+		"empty":                     {famIPv4, "", "empty-ipv4", ""},
 	}
 }
 
@@ -92,13 +104,22 @@ func TestReadLegacyAsSave(t *testing.T) {
 			}
 			// Packets through the chains, so that their policies count.
 			sendLoopback(t, ns, c.family)
-			want := withoutComments(netnstest.Run(t, ns, "", save))
-			got, err := readLegacyIn(t, ns, c.family)
+			saved := netnstest.Run(t, ns, "", save)
+			want := withoutComments(saved)
+			got, rec, err := readLegacyRecorded(t, ns, c.family)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if withoutComments(got) != want {
 				diffLines(t, withoutComments(got), want)
+			}
+			if rec != nil && c.record != "" && !t.Failed() {
+				loaded := "ruleset: " + c.from + ", loaded with " + restore
+				if c.text == "" {
+					loaded = "ruleset: none loaded"
+				}
+				writeRecording(t, rec, c.record, saved, c.family, loaded+", then 3 UDP packets to the loopback address",
+					"save: "+c.record+".save is "+save+"'s output of the same state")
 			}
 			if c.text != "" && !strings.Contains(want, "-A ") {
 				t.Fatalf("iptables-legacy-save shows no rules:\n%s", want)
@@ -133,16 +154,22 @@ func diffLines(t *testing.T, got, want string) {
 }
 
 // TestReadLegacyRefuses: what the reader does not print is an error
-// wrapping ErrNotTranslated that names the table, chain and match.
+// wrapping ErrNotTranslated that names the table, chain and match. Under
+// SVCTRACE_RECORD=1 it records each (testdata/kernel/refused-N-ipv4.rec).
 func TestReadLegacyRefuses(t *testing.T) {
-	for _, rule := range []string{
+	for i, rule := range []string{
 		"-A INPUT -m length --length 0:100 -j ACCEPT",
 		"-A INPUT -m conntrack --ctorigdst 10.0.0.1 -j ACCEPT",
 		"-A INPUT -j NFLOG --nflog-group 1",
 	} {
 		ns := legacyNetns(t)
 		netnstest.Run(t, ns, "*filter\n:INPUT ACCEPT [0:0]\n"+rule+"\nCOMMIT\n", "iptables-legacy-restore")
-		_, err := readLegacyIn(t, ns, famIPv4)
+		_, rec, err := readLegacyRecorded(t, ns, famIPv4)
+		if rec != nil && errors.Is(err, ErrNotTranslated) {
+			writeRecording(t, rec, fmt.Sprintf("refused-%d-ipv4", i+1), netnstest.Run(t, ns, "", "iptables-legacy-save"), famIPv4,
+				"ruleset: *filter with the one rule "+rule+", loaded with iptables-legacy-restore",
+				"refused: the reader must refuse it (ErrNotTranslated, table filter, chain INPUT)")
+		}
 		if !errors.Is(err, ErrNotTranslated) {
 			t.Errorf("%s: got %v, want an error wrapping ErrNotTranslated", rule, err)
 			continue

@@ -1,0 +1,11 @@
+//go:build linux
+
+package xtablestest
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func errnoName(e syscall.Errno) string { return unix.ErrnoName(e) }
