@@ -9,8 +9,8 @@ import (
 	"fmt"
 
 	"github.com/mdlayher/netlink"
+	"github.com/svctrace/svctrace/conntrack/ctnetlink"
 	ct "github.com/ti-mo/conntrack"
-	"golang.org/x/sys/unix"
 )
 
 // Dump streams the conntrack table of the network namespace the calling
@@ -21,6 +21,11 @@ import (
 // here, so the result is the same on kernels that filter less. An error
 // from fn stops the dump and is returned.
 func Dump(ctx context.Context, f Filter, fn func(Entry) error) (DumpStats, error) {
+	return kernelTable().dump(ctx, f, fn)
+}
+
+// dump is Dump on tb.
+func (tb table) dump(ctx context.Context, f Filter, fn func(Entry) error) (DumpStats, error) {
 	if fn == nil {
 		return DumpStats{}, errors.New("conntrack dump: nil callback")
 	}
@@ -28,19 +33,19 @@ func Dump(ctx context.Context, f Filter, fn func(Entry) error) (DumpStats, error
 	if err != nil {
 		return DumpStats{}, fmt.Errorf("conntrack dump: %w", err)
 	}
-	s, err := openSocket()
-	if err != nil {
-		return DumpStats{}, fmt.Errorf("conntrack dump: %w", err)
-	}
-	defer s.close()
 	attrs, err := m.kernelFilter()
 	if err != nil {
 		return DumpStats{}, fmt.Errorf("conntrack dump: kernel filter: %w", err)
 	}
-	st, err := s.dump(ctx, m, attrs, fn)
-	if err != nil && st.Seen == 0 && attrs != nil && isKernelError(err) {
+	c, err := tb.conn()
+	if err != nil {
+		return DumpStats{}, fmt.Errorf("conntrack dump: %w", err)
+	}
+	defer c.Close()
+	st, err := dumpConn(ctx, c, m, attrs, fn)
+	if err != nil && st.Seen == 0 && attrs != nil && ctnetlink.IsKernelError(err) {
 		// An older kernel refused the filter: filter only here.
-		st, err = s.dump(ctx, m, nil, fn)
+		st, err = dumpConn(ctx, c, m, nil, fn)
 	}
 	if err != nil {
 		return st, fmt.Errorf("conntrack dump: %w", err)
@@ -48,37 +53,21 @@ func Dump(ctx context.Context, f Filter, fn func(Entry) error) (DumpStats, error
 	return st, nil
 }
 
-// dump runs one IPCTNL_MSG_CT_GET dump with the given filter attributes.
-func (s *nlSocket) dump(ctx context.Context, m *matcher, attrs []byte, fn func(Entry) error) (DumpStats, error) {
+// dumpConn runs one IPCTNL_MSG_CT_GET dump on c with the given filter
+// attributes.
+func dumpConn(ctx context.Context, c *ctnetlink.Conn, m *matcher, attrs []byte, fn func(Entry) error) (DumpStats, error) {
 	st := DumpStats{KernelFilter: attrs != nil || m.nfFamily != 0}
-	if err := ctx.Err(); err != nil {
-		return st, err
-	}
-	defer s.watch(ctx)()
-	req, seq := s.appendMessage(nil, ctMsgGet, unix.NLM_F_DUMP, m.nfFamily, attrs)
-	if err := s.send(ctx, req); err != nil {
-		return st, err
-	}
-	err := s.receive(ctx, func(msg nlMsg) (bool, error) {
-		if msg.Seq != seq {
-			return false, nil
-		}
-		switch msg.Type {
-		case unix.NLMSG_DONE, unix.NLMSG_ERROR:
-			return true, msg.status()
-		case unix.NLMSG_NOOP:
-			return false, nil
-		}
+	err := c.Dump(ctx, ctnetlink.MsgGet, m.nfFamily, attrs, func(msg ctnetlink.Message) error {
 		st.Seen++
 		e, err := decodeEntry(msg)
 		if err != nil {
-			return true, fmt.Errorf("entry %d: %w", st.Seen, err)
+			return fmt.Errorf("entry %d: %w", st.Seen, err)
 		}
 		if !m.match(&e) {
-			return false, nil
+			return nil
 		}
 		st.Passed++
-		return false, fn(e)
+		return fn(e)
 	})
 	return st, err
 }
@@ -100,12 +89,12 @@ const (
 
 // decodeEntry turns one dump message into an Entry, decoding it with
 // ti-mo/conntrack.
-func decodeEntry(msg nlMsg) (Entry, error) {
+func decodeEntry(msg ctnetlink.Message) (Entry, error) {
 	var ev ct.Event
 	nm := netlink.Message{
 		Header: netlink.Header{Length: msg.Len, Type: netlink.HeaderType(msg.Type),
 			Flags: netlink.HeaderFlags(msg.Flags), Sequence: msg.Seq, PID: msg.Pid},
-		Data: msg.payload,
+		Data: msg.Payload,
 	}
 	if err := ev.Unmarshal(nm); err != nil {
 		return Entry{}, err
@@ -145,7 +134,7 @@ func decodeEntry(msg nlMsg) (Entry, error) {
 		e.Orig.SrcPort, e.Orig.DstPort, e.Reply.SrcPort, e.Reply.DstPort = 0, 0, 0, 0
 	}
 	// ti-mo/conntrack cannot tell zero counters from none: look for them.
-	if hasAttr(msg.payload[min(4, len(msg.payload)):], ctaCountersOrig) {
+	if hasAttr(msg.Payload[min(4, len(msg.Payload)):], ctaCountersOrig) {
 		e.Accounting = true
 		e.OrigPackets, e.OrigBytes = fl.CountersOrig.Packets, fl.CountersOrig.Bytes
 		e.ReplyPackets, e.ReplyBytes = fl.CountersReply.Packets, fl.CountersReply.Bytes

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -61,13 +62,23 @@ func expected(e Entry) Entry {
 }
 
 func TestCreateDumpDeleteCount(t *testing.T) {
-	ns := newNetns(t)
+	ns := newNetns(t).record(t, "create-dump-delete-count", "the entries of testEntries (kernel_test.go, IPv4 and IPv6), made with Create; then deletes")
+	createDumpDeleteCount(t, ns)
+}
+
+// createDumpDeleteCount creates testEntries in ns, compares a dump with
+// them and with conntrack -L, and deletes and counts.
+func createDumpDeleteCount(t *testing.T, ns testNS) {
 	ctx := context.Background()
 	want := testEntries()
 	ns.create(t, want...)
+	text, hasText := ns.tool(t, "conntrack-L-id", "conntrack -L -o extended,id")
 	got, st := ns.dumpAll(t, Filter{})
 	if st.Seen != len(want) || st.Passed != len(want) || st.KernelFilter {
 		t.Errorf("stats %+v, want %d seen and passed, no kernel filter", st, len(want))
+	}
+	if hasText {
+		textMatchesEntries(t, "conntrack -L -o extended,id", text, got)
 	}
 	byKey := map[key]Entry{}
 	for _, e := range got {
@@ -84,29 +95,29 @@ func TestCreateDumpDeleteCount(t *testing.T) {
 
 	victim := byKey[keyOf(want[1])]
 	ns.do(t, func() error {
-		if n, err := Count(ctx); err != nil || n != len(want) {
+		if n, err := ns.tab.count(ctx); err != nil || n != len(want) {
 			return errors.Join(err, fmt.Errorf("Count = %d, want %d", n, len(want)))
 		}
-		if err := Create(ctx, want[0]); !errors.Is(err, unix.EEXIST) {
+		if err := ns.tab.create(ctx, want[:1]); !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("Create of an existing entry: %v, want EEXIST", err)
 		}
 		stale := victim
 		stale.ID++
-		if ok, err := Delete(ctx, stale); ok || err != nil {
+		if ok, err := ns.tab.delete(ctx, stale); ok || err != nil {
 			return fmt.Errorf("Delete with another id: %v, %v; want false, nil", ok, err)
 		}
-		if ok, err := Delete(ctx, victim); !ok || err != nil {
+		if ok, err := ns.tab.delete(ctx, victim); !ok || err != nil {
 			return fmt.Errorf("Delete: %v, %v; want true, nil", ok, err)
 		}
-		if ok, err := Delete(ctx, victim); ok || err != nil {
+		if ok, err := ns.tab.delete(ctx, victim); ok || err != nil {
 			return fmt.Errorf("Delete again: %v, %v; want false, nil (already gone)", ok, err)
 		}
 		zoned := byKey[keyOf(want[5])]
 		zoned.Zone = 0
-		if ok, err := Delete(ctx, zoned); ok || err != nil {
+		if ok, err := ns.tab.delete(ctx, zoned); ok || err != nil {
 			return fmt.Errorf("Delete in the wrong zone: %v, %v; want false, nil", ok, err)
 		}
-		if n, err := Count(ctx); err != nil || n != len(want)-1 {
+		if n, err := ns.tab.count(ctx); err != nil || n != len(want)-1 {
 			return errors.Join(err, fmt.Errorf("Count after Delete = %d, want %d", n, len(want)-1))
 		}
 		return nil
@@ -124,9 +135,23 @@ func TestCreateDumpDeleteCount(t *testing.T) {
 }
 
 func TestDumpFilters(t *testing.T) {
-	ns := newNetns(t)
+	ns := newNetns(t).record(t, "dump-filters", "the entries of testEntries (kernel_test.go, IPv4 and IPv6), made with Create; then dumps with filters, in the kernel (CTA_FILTER, zone, family) and here")
+	dumpFilters(t, ns)
+}
+
+// dumpFilters creates testEntries in ns and dumps them with filters,
+// comparing with testEntries and with conntrack -L.
+func dumpFilters(t *testing.T, ns testNS) {
 	all := testEntries()
 	ns.create(t, all...)
+	text, hasText := ns.tool(t, "conntrack-L-id", "conntrack -L -o extended,id")
+	var printed []Entry
+	if hasText {
+		var err error
+		if printed, _, err = ParseText("conntrack -L", strings.NewReader(text), 0); err != nil || len(printed) != len(all) {
+			t.Fatalf("conntrack -L: %d entries, %v; want %d\n%s", len(printed), err, len(all), text)
+		}
+	}
 	zone0, zone5 := uint16(0), uint16(5)
 	vip, vip6 := ip("10.96.0.10"), ip("fd00:96::10")
 	cases := []struct {
@@ -174,6 +199,9 @@ func TestDumpFilters(t *testing.T) {
 			if !sameKeys(got, want) || st.Passed != len(want) {
 				t.Errorf("Dump: %d entries (%v), want %d", len(got), st, len(want))
 			}
+			if hasText {
+				sameAsPrinted(t, got, slices.DeleteFunc(slices.Clone(printed), func(e Entry) bool { return !c.want(e) }))
+			}
 			kernel := kernelOnly(t, ns, c.f)
 			for _, w := range want {
 				if !slices.ContainsFunc(kernel, func(e Entry) bool { return keyOf(e) == w }) {
@@ -185,10 +213,11 @@ func TestDumpFilters(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Dump(context.Background(), Filter{Protocol: "bogus"}, nil); err == nil {
+	nop := func(Entry) error { return nil }
+	if _, err := ns.tab.dump(context.Background(), Filter{Protocol: "bogus"}, nop); err == nil {
 		t.Error("unknown protocol accepted")
 	}
-	if _, err := Dump(context.Background(), Filter{Family: "ipx"}, nil); err == nil {
+	if _, err := ns.tab.dump(context.Background(), Filter{Family: "ipx"}, nop); err == nil {
 		t.Error("unknown family accepted")
 	}
 }
@@ -225,12 +254,12 @@ func rawDump(t *testing.T, ns testNS, nfFamily uint8, attrs []byte) []Entry {
 	t.Helper()
 	var got []Entry
 	ns.do(t, func() error {
-		s, err := openSocket()
+		c, err := ns.tab.conn()
 		if err != nil {
 			return err
 		}
-		defer s.close()
-		_, err = s.dump(context.Background(), &matcher{nfFamily: nfFamily}, attrs, func(e Entry) error {
+		defer c.Close()
+		_, err = dumpConn(context.Background(), c, &matcher{nfFamily: nfFamily}, attrs, func(e Entry) error {
 			got = append(got, e)
 			return nil
 		})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/mdlayher/netlink"
+	"github.com/svctrace/svctrace/conntrack/ctnetlink"
 	"github.com/ti-mo/netfilter"
 	"golang.org/x/sys/unix"
 )
@@ -23,62 +24,66 @@ const createBatch = 256
 // protocol state. An entry that exists already gives an error that
 // errors.Is unix.EEXIST.
 func Create(ctx context.Context, e Entry) error {
-	return createEntries(ctx, []Entry{e})
+	return kernelTable().create(ctx, []Entry{e})
 }
 
-// createEntries creates entries in batches, many requests per datagram and
-// one acknowledgement per batch (errors are reported per request).
-func createEntries(ctx context.Context, entries []Entry) error {
-	s, err := openSocket()
+// create creates entries in batches, many requests per datagram and one
+// acknowledgement per batch (errors are reported per request).
+func (tb table) create(ctx context.Context, entries []Entry) error {
+	c, err := tb.conn()
 	if err != nil {
 		return fmt.Errorf("conntrack create: %w", err)
 	}
-	defer s.close()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("conntrack create: %w", err)
-	}
-	defer s.watch(ctx)()
+	defer c.Close()
 	var buf []byte
 	for start := 0; start < len(entries); start += createBatch {
-		chunk := entries[start:min(start+createBatch, len(entries))]
-		buf = buf[:0]
-		first := s.seq + 1
-		for i, e := range chunk {
-			attrs, fam, err := createAttrs(e)
-			if err != nil {
-				return fmt.Errorf("conntrack create %s: %w", describe(e), err)
-			}
-			flags := uint16(unix.NLM_F_CREATE | unix.NLM_F_EXCL)
-			if i == len(chunk)-1 {
-				flags |= unix.NLM_F_ACK
-			}
-			buf, _ = s.appendMessage(buf, ctMsgNew, flags, fam, attrs)
-		}
-		last := s.seq
-		if err := s.send(ctx, buf); err != nil {
-			return fmt.Errorf("conntrack create: %w", err)
-		}
-		var errs []error
-		err := s.receive(ctx, func(m nlMsg) (bool, error) {
-			if m.Type != unix.NLMSG_ERROR || m.Seq < first || m.Seq > last {
-				return false, nil
-			}
-			if err := m.status(); err != nil {
-				errs = append(errs, fmt.Errorf("conntrack create %s: %w", describe(chunk[m.Seq-first]), err))
-			}
-			return m.Seq == last, nil
-		})
+		var err error
+		buf, err = createBatchOn(ctx, c, buf[:0], entries[start:min(start+createBatch, len(entries))])
 		if err != nil {
-			return fmt.Errorf("conntrack create: %w", err)
-		}
-		if len(errs) > 0 {
-			if len(errs) > 3 {
-				errs = append(errs[:3], fmt.Errorf("and %d more", len(errs)-3))
-			}
-			return errors.Join(errs...)
+			return err
 		}
 	}
 	return nil
+}
+
+// createBatchOn sends one datagram of create requests, built in buf, and
+// reads their acknowledgements; it returns buf for the next batch.
+func createBatchOn(ctx context.Context, c *ctnetlink.Conn, buf []byte, chunk []Entry) ([]byte, error) {
+	var first, last uint32
+	for i, e := range chunk {
+		attrs, fam, err := createAttrs(e)
+		if err != nil {
+			return buf, fmt.Errorf("conntrack create %s: %w", describe(e), err)
+		}
+		flags := uint16(unix.NLM_F_CREATE | unix.NLM_F_EXCL)
+		if i == len(chunk)-1 {
+			flags |= unix.NLM_F_ACK
+		}
+		buf, last = c.AppendRequest(buf, ctnetlink.MsgNew, flags, fam, attrs)
+		if i == 0 {
+			first = last
+		}
+	}
+	if err := c.Send(ctx, buf); err != nil {
+		return buf, fmt.Errorf("conntrack create: %w", err)
+	}
+	var errs []error
+	err := c.Receive(ctx, func(m ctnetlink.Message) (bool, error) {
+		if m.Type != unix.NLMSG_ERROR || m.Seq < first || m.Seq > last {
+			return false, nil
+		}
+		if err := m.Status(); err != nil {
+			errs = append(errs, fmt.Errorf("conntrack create %s: %w", describe(chunk[m.Seq-first]), err))
+		}
+		return m.Seq == last, nil
+	})
+	if err != nil {
+		return buf, fmt.Errorf("conntrack create: %w", err)
+	}
+	if len(errs) > 3 {
+		errs = append(errs[:3], fmt.Errorf("and %d more", len(errs)-3))
+	}
+	return buf, errors.Join(errs...)
 }
 
 // Delete removes the entry with e's original tuple and zone from the
@@ -87,6 +92,11 @@ func createEntries(ctx context.Context, entries []Entry) error {
 // left alone. deleted is false, with a nil error, when no such entry
 // exists (ENOENT: already gone).
 func Delete(ctx context.Context, e Entry) (deleted bool, err error) {
+	return kernelTable().delete(ctx, e)
+}
+
+// delete is Delete on tb.
+func (tb table) delete(ctx context.Context, e Entry) (bool, error) {
 	fam, err := entryFamily(e)
 	if err != nil {
 		return false, fmt.Errorf("conntrack delete %s: %w", describe(e), err)
@@ -107,12 +117,12 @@ func Delete(ctx context.Context, e Entry) (deleted bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("conntrack delete %s: %w", describe(e), err)
 	}
-	s, err := openSocket()
+	c, err := tb.conn()
 	if err != nil {
 		return false, fmt.Errorf("conntrack delete: %w", err)
 	}
-	defer s.close()
-	err = s.ack(ctx, ctMsgDelete, fam, attrs, nil)
+	defer c.Close()
+	err = c.Ack(ctx, ctnetlink.MsgDelete, fam, attrs, nil)
 	if errors.Is(err, unix.ENOENT) {
 		return false, nil
 	}
@@ -125,14 +135,19 @@ func Delete(ctx context.Context, e Entry) (deleted bool, err error) {
 // Count returns the number of entries in the conntrack table of the
 // calling thread's network namespace (IPCTNL_MSG_CT_GET_STATS).
 func Count(ctx context.Context) (int, error) {
-	s, err := openSocket()
+	return kernelTable().count(ctx)
+}
+
+// count is Count on tb.
+func (tb table) count(ctx context.Context) (int, error) {
+	c, err := tb.conn()
 	if err != nil {
 		return 0, fmt.Errorf("conntrack count: %w", err)
 	}
-	defer s.close()
+	defer c.Close()
 	n := -1
-	err = s.ack(ctx, ctMsgGetStats, unix.AF_UNSPEC, nil, func(m nlMsg) error {
-		ad, err := netfilter.NewAttributeDecoder(m.payload[min(4, len(m.payload)):])
+	err = c.Ack(ctx, ctnetlink.MsgGetStats, unix.AF_UNSPEC, nil, func(m ctnetlink.Message) error {
+		ad, err := netfilter.NewAttributeDecoder(m.Payload[min(4, len(m.Payload)):])
 		if err != nil {
 			return err
 		}

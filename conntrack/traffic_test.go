@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,43 +112,35 @@ func roundTrip(network, addr string) (net.Conn, error) {
 }
 
 func TestTextMatchesDump(t *testing.T) {
-	ns := withTraffic(t)
-	texts := map[string]string{
-		"conntrack -L":             ns.run(t, "sh", "-c", "conntrack -L 2>&1"),
-		"conntrack -L -o extended": ns.run(t, "sh", "-c", "conntrack -L -o extended 2>&1"),
-		"conntrack -L -o id":       ns.run(t, "sh", "-c", "conntrack -L -o extended,id 2>&1"),
-		"/proc/net/nf_conntrack":   ns.run(t, "cat", "/proc/net/nf_conntrack"),
+	ns := withTraffic(t).record(t, "traffic", "withTraffic (traffic_test.go): udp and tcp through iptables DNAT (IPv4), with nf_conntrack_acct; sctp, icmp and IPv6 entries made with Create")
+	textMatchesDump(t, ns)
+}
+
+// textMatchesDump compares a dump of withTraffic's table with the text of
+// conntrack -L and /proc/net/nf_conntrack.
+func textMatchesDump(t *testing.T, ns testNS) {
+	texts := map[string]string{}
+	for slug, cmd := range map[string]string{
+		"conntrack-L":          "conntrack -L",
+		"conntrack-L-extended": "conntrack -L -o extended",
+		"conntrack-L-id":       "conntrack -L -o extended,id",
+		"proc":                 "cat /proc/net/nf_conntrack",
+	} {
+		text, ok := ns.tool(t, slug, cmd)
+		if !ok {
+			t.Fatalf("no %s", cmd)
+		}
+		texts[cmd] = text
 	}
 	dumped, _ := ns.dumpAll(t, Filter{})
 	if len(dumped) != 3+3+3 {
 		t.Errorf("Dump: %d entries, want 9", len(dumped))
 	}
-	byKey := map[key]Entry{}
-	for _, e := range dumped {
-		byKey[keyOf(e)] = e
-	}
 	for source, text := range texts {
 		if !strings.Contains(text, "flow entries have been shown") && strings.HasPrefix(source, "conntrack") {
 			t.Errorf("%s: no summary line in %q", source, text)
 		}
-		parsed, n, err := ParseText(source, strings.NewReader(text), 0)
-		if err != nil || n != len(dumped) {
-			t.Errorf("%s: %d entries, %v; want %d\n%s", source, n, err, len(dumped), text)
-			continue
-		}
-		for _, p := range parsed {
-			d, ok := byKey[keyOf(p)]
-			if !ok {
-				t.Errorf("%s: entry not in Dump: %s", source, p.Line)
-				continue
-			}
-			if p.ID != 0 && p.ID != d.ID || p.Timeout < d.Timeout || p.Timeout > d.Timeout+10 {
-				t.Errorf("%s: id %d timeout %d, Dump: id %d timeout %d", source, p.ID, p.Timeout, d.ID, d.Timeout)
-			}
-			if comparable(p) != comparable(d) {
-				t.Errorf("%s:\n text %+v\n dump %+v", source, comparable(p), comparable(d))
-			}
-		}
+		textMatchesEntries(t, source, text, dumped)
 	}
 	// The DNATed flows: orig dst the "ClusterIP", reply src the "pod".
 	nat, _ := ns.dumpAll(t, Filter{OrigDst: []netip.Addr{ip("10.96.0.10"), ip("10.96.0.11")}, ReplySrc: []netip.Addr{ip("10.244.1.5")}})
@@ -187,5 +180,49 @@ func TestKernelIPv6AddressFilter(t *testing.T) {
 		t.Log("kernel IPv6 address filter works on this kernel")
 	default:
 		t.Errorf("unexpected kernel filter result: %+v", got)
+	}
+}
+
+// textMatchesEntries says whether text (conntrack -L or
+// /proc/net/nf_conntrack, read just before the dump) has the entries
+// dumped.
+func textMatchesEntries(t *testing.T, source, text string, dumped []Entry) {
+	t.Helper()
+	parsed, n, err := ParseText(source, strings.NewReader(text), 0)
+	if err != nil || n != len(dumped) {
+		t.Errorf("%s: %d entries, %v; want %d\n%s", source, n, err, len(dumped), text)
+		return
+	}
+	byKey := map[key]Entry{}
+	for _, e := range dumped {
+		byKey[keyOf(e)] = e
+	}
+	for _, p := range parsed {
+		d, ok := byKey[keyOf(p)]
+		if !ok {
+			t.Errorf("%s: entry not in Dump: %s", source, p.Line)
+			continue
+		}
+		if p.ID != 0 && p.ID != d.ID || p.Timeout < d.Timeout || p.Timeout > d.Timeout+10 {
+			t.Errorf("%s: id %d timeout %d, Dump: id %d timeout %d", source, p.ID, p.Timeout, d.ID, d.Timeout)
+		}
+		if comparable(p) != comparable(d) {
+			t.Errorf("%s:\n text %+v\n dump %+v", source, comparable(p), comparable(d))
+		}
+	}
+}
+
+// sameAsPrinted says whether got are the entries conntrack printed
+// (printed, -o extended,id), ids included.
+func sameAsPrinted(t *testing.T, got, printed []Entry) {
+	t.Helper()
+	if len(got) != len(printed) {
+		t.Errorf("Dump: %d entries, conntrack -L printed %d", len(got), len(printed))
+	}
+	for _, p := range printed {
+		i := slices.IndexFunc(got, func(e Entry) bool { return e.ID == p.ID })
+		if i < 0 || comparable(got[i]) != comparable(p) {
+			t.Errorf("conntrack -L printed %s, not in the dump", p.Line)
+		}
 	}
 }
