@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mdlayher/netlink"
+	"github.com/svctrace/svctrace/plugins/nftables/nfnetlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,42 +22,44 @@ import (
 // reader does not translate gives an error wrapping ErrNotTranslated.
 // netns, when not 0, is a file descriptor of the network namespace to
 // read instead.
-func ReadNetlink(netns int) (*Ruleset, error) { return readNetlink(netns, nil, nil) }
+func ReadNetlink(netns int) (*Ruleset, error) {
+	return readNetlink(nfnetlink.NetNS(netns), nil, nil)
+}
 
 // ReadNetlinkCached is ReadNetlink for a caller that reads the same
 // namespace again and again: the elements of the sets that cannot have
 // changed since the last read with the cache are taken from it (see
 // ElementCache), and the cache keeps this read's.
 func ReadNetlinkCached(netns int, cache *ElementCache) (*Ruleset, error) {
-	return readNetlink(netns, cache, nil)
+	return readNetlink(nfnetlink.NetNS(netns), cache, nil)
 }
 
-// readNetlink is ReadNetlink, with a cache when set; meanwhile, when set,
-// runs after each read's dumps, before the generation is checked (a test
+// readNetlink reads the ruleset over the sockets d opens (the kernel's,
+// or a recording's), with a cache when set; meanwhile, when set, runs
+// after each read's dumps, before the generation is checked (a test
 // changes the ruleset there).
-func readNetlink(netns int, cache *ElementCache, meanwhile func(attempt int)) (*Ruleset, error) {
-	cfg := &netlink.Config{NetNS: netns}
-	c, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
+func readNetlink(d nfnetlink.Dialer, cache *ElementCache, meanwhile func(attempt int)) (*Ruleset, error) {
+	c, err := nfnetlink.Dial(d)
 	if err != nil {
-		return nil, fmt.Errorf("nftables: netlink: %w", err)
+		return nil, fmt.Errorf("nftables: %w", err)
 	}
 	defer c.Close()
 	// As nft does: the ruleset's generation before and after the dumps
 	// tells whether a change (a kube-proxy sync) came in between; then
 	// the parts read may not belong together, and the read starts over.
 	for attempt := range readAttempts {
-		before, err := generation(c)
+		before, err := c.Generation()
 		if err != nil {
 			return nil, fmt.Errorf("nftables: netlink: %w", err)
 		}
-		k := kernelState{cfg: cfg, cache: cache}
+		k := kernelState{dialer: d, cache: cache}
 		if err := k.read(c); err != nil {
 			return nil, fmt.Errorf("nftables: reading over netlink: %w", err)
 		}
 		if meanwhile != nil {
 			meanwhile(attempt)
 		}
-		after, err := generation(c)
+		after, err := c.Generation()
 		if err != nil {
 			return nil, fmt.Errorf("nftables: netlink: %w", err)
 		}
@@ -73,32 +76,9 @@ func readNetlink(netns int, cache *ElementCache, meanwhile func(attempt int)) (*
 // readAttempts bounds the reads of a ruleset that keeps changing.
 const readAttempts = 5
 
-// generation is the ruleset's generation ID, which every change moves.
-func generation(c *netlink.Conn) (uint32, error) {
-	msgs, err := c.Execute(netlink.Message{
-		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETGEN), Flags: netlink.Request},
-		Data:   []byte{unix.NFPROTO_UNSPEC, unix.NFNETLINK_V0, 0, 0},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("reading the ruleset's generation: %w", err)
-	}
-	for _, m := range msgs {
-		_, b, err := body(m)
-		if err != nil {
-			return 0, err
-		}
-		for ad := attrsOf(b); ad.next(); {
-			if ad.typ == unix.NFTA_GEN_ID {
-				return ad.u32(), nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("the kernel's reply holds no generation")
-}
-
 // kernelState is everything one read dumped.
 type kernelState struct {
-	cfg        *netlink.Config
+	dialer     nfnetlink.Dialer
 	tables     []kTable
 	chains     []kChain
 	sets       []*kSet
@@ -112,11 +92,7 @@ type kernelState struct {
 	given   []bool
 }
 
-func (k *kernelState) read(c *netlink.Conn) error {
-	d, err := newDumper(c)
-	if err != nil {
-		return err
-	}
+func (k *kernelState) read(d *nfnetlink.Conn) error {
 	for _, step := range []struct {
 		what string
 		msg  uint16
@@ -155,7 +131,7 @@ func (k *kernelState) read(c *netlink.Conn) error {
 			return err
 		}},
 	} {
-		if err := d.dump(step.msg, unix.NFPROTO_UNSPEC, nil, step.add); err != nil {
+		if err := d.Dump(step.msg, unix.NFPROTO_UNSPEC, nil, step.add); err != nil {
 			return fmt.Errorf("dumping %s: %w", step.what, err)
 		}
 	}
@@ -169,26 +145,22 @@ func (k *kernelState) read(c *netlink.Conn) error {
 // readElements dumps every set's elements, over as many sockets as CPUs
 // (at most 4): each dump is one request, and the kernel's cost is the
 // search for the set.
-func (k *kernelState) readElements(first *dumper) error {
+func (k *kernelState) readElements(first *nfnetlink.Conn) error {
 	var sets []*kSet
 	for i, s := range k.sets {
 		if k.given == nil || !k.given[i] {
 			sets = append(sets, s)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), 4, len(sets))
-	conns := []*dumper{first}
+	workers := min(runtime.GOMAXPROCS(0), k.dialer.Sockets(), len(sets))
+	conns := []*nfnetlink.Conn{first}
 	for len(conns) < workers {
-		c, err := netlink.Dial(unix.NETLINK_NETFILTER, k.cfg)
+		c, err := nfnetlink.Dial(k.dialer)
 		if err != nil {
 			break
 		}
 		defer c.Close()
-		d, err := newDumper(c)
-		if err != nil {
-			break
-		}
-		conns = append(conns, d)
+		conns = append(conns, c)
 	}
 	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
@@ -206,7 +178,7 @@ func (k *kernelState) readElements(first *dumper) error {
 	return errors.Join(errs...)
 }
 
-func readSetElements(d *dumper, s *kSet) error {
+func readSetElements(d *nfnetlink.Conn, s *kSet) error {
 	ae := netlink.NewAttributeEncoder()
 	ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, s.table)
 	ae.String(unix.NFTA_SET_ELEM_LIST_SET, s.name)
@@ -214,7 +186,7 @@ func readSetElements(d *dumper, s *kSet) error {
 	if err != nil {
 		return err
 	}
-	err = d.dump(unix.NFT_MSG_GETSETELEM, s.family, attrs, func(m netlink.Message) error {
+	err = d.Dump(unix.NFT_MSG_GETSETELEM, s.family, attrs, func(m netlink.Message) error {
 		var err error
 		s.elems, err = parseElems(m, s.elems)
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/internal/netnstest"
+	"github.com/svctrace/svctrace/plugins/nftables/nfnetlink"
 )
 
 // kernelNetns makes a network namespace for the test, removed when it
@@ -61,6 +62,8 @@ func readBoth(t *testing.T, ns string) (got, want *Ruleset) {
 type kernelCase struct {
 	text string
 	load []string
+	// from says where the ruleset came from, for a recording's note.
+	from string
 }
 
 // kernelCases are rulesets loaded into a namespace and read both ways:
@@ -81,10 +84,14 @@ func kernelCases(t *testing.T) map[string]kernelCase {
 	ipt := regexp.MustCompile(` -m nfacct --nfacct-name +[a-z_]+`).ReplaceAllString(
 		read("../../testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt"), "")
 	return map[string]kernelCase{
-		"kube-proxy v1.36.3":      {read("../../testdata/kube-proxy-v1.36.3/two-nodes/node2.nft.txt"), nft},
-		"kube-proxy v1.33.13":     {read("../../testdata/kube-proxy-v1.33.13/two-nodes/node2.nft.txt"), nft},
-		"kube-proxy iptables-nft": {ipt, []string{"iptables-nft-restore"}},
-		"forms":                   {read("testdata/kernel-forms.nft"), nft},
+		"kube-proxy v1.36.3": {read("../../testdata/kube-proxy-v1.36.3/two-nodes/node2.nft.txt"), nft,
+			"testdata/kube-proxy-v1.36.3/two-nodes/node2.nft.txt (real kube-proxy, nftables mode), loaded with nft -f"},
+		"kube-proxy v1.33.13": {read("../../testdata/kube-proxy-v1.33.13/two-nodes/node2.nft.txt"), nft,
+			"testdata/kube-proxy-v1.33.13/two-nodes/node2.nft.txt (real kube-proxy, nftables mode), loaded with nft -f"},
+		"kube-proxy iptables-nft": {ipt, []string{"iptables-nft-restore"},
+			"testdata/kube-proxy-v1.36.3/two-nodes/node1.iptables-save.txt (real kube-proxy, iptables mode) less its nfacct matches, loaded with iptables-nft-restore"},
+		"forms": {read("testdata/kernel-forms.nft"), nft,
+			"plugins/nftables/testdata/kernel-forms.nft (hand-written forms), loaded with nft -f"},
 	}
 }
 
@@ -96,29 +103,41 @@ func TestReadKernelAsNft(t *testing.T) {
 			ns := kernelNetns(t)
 			inNetns(t, ns, kc.text, kc.load...)
 			got, want := readBoth(t, ns)
-			sameLines(t, "netlink", "nft -j", canonical(got), canonical(want))
-			// Kept in a snapshot as JSON, it reads back the same.
-			text, err := RenderJSON(got)
-			if err != nil {
-				t.Fatal(err)
+			if os.Getenv("SVCTRACE_RECORD") == "1" {
+				recordKernel(t, ns, name, kc.from)
 			}
-			back, err := Parse("rendered", text)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, text)
-			}
-			sameLines(t, "rendered", "netlink", canonical(back), canonical(got))
-			// And the walks find the same, in both families.
-			for _, fam := range []string{"IPv4", "IPv6"} {
-				in := dataplane.ObserveInput{Node: "node2", Family: fam, NodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.11")}}
-				g, w := dataplane.Observe(NewPlane(got, fam), in), dataplane.Observe(NewPlane(want, fam), in)
-				if fam == "IPv4" && strings.HasPrefix(name, "kube-proxy v") && len(w.Frontends) < 5 {
-					t.Errorf("%s: %d frontends observed, want kube-proxy's", fam, len(w.Frontends))
-				}
-				if !reflect.DeepEqual(g, w) {
-					t.Errorf("%s: observed behaviour differs:\nnetlink: %+v\nnft -j:  %+v", fam, g, w)
-				}
-			}
+			checkAsNft(t, name, got, want)
 		})
+	}
+}
+
+// checkAsNft checks a ruleset read over netlink (got) against nft -j's
+// of the same state (want): the same lines, the same once kept as JSON and
+// read back, and the same behaviour observed in both families. name is
+// the case's (kernelCases).
+func checkAsNft(t *testing.T, name string, got, want *Ruleset) {
+	t.Helper()
+	sameLines(t, "netlink", "nft -j", canonical(got), canonical(want))
+	// Kept in a snapshot as JSON, it reads back the same.
+	text, err := RenderJSON(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("rendered", text)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	sameLines(t, "rendered", "netlink", canonical(back), canonical(got))
+	// And the walks find the same, in both families.
+	for _, fam := range []string{"IPv4", "IPv6"} {
+		in := dataplane.ObserveInput{Node: "node2", Family: fam, NodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.11")}}
+		g, w := dataplane.Observe(NewPlane(got, fam), in), dataplane.Observe(NewPlane(want, fam), in)
+		if fam == "IPv4" && strings.HasPrefix(name, "kube-proxy v") && len(w.Frontends) < 5 {
+			t.Errorf("%s: %d frontends observed, want kube-proxy's", fam, len(w.Frontends))
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: observed behaviour differs:\nnetlink: %+v\nnft -j:  %+v", fam, g, w)
+		}
 	}
 }
 
@@ -168,7 +187,7 @@ func TestReadKernelChanged(t *testing.T) {
 	}
 	defer f.Close()
 	attempts := 0
-	rs, err := readNetlink(int(f.Fd()), nil, func(attempt int) {
+	rs, err := readNetlink(nfnetlink.NetNS(f.Fd()), nil, func(attempt int) {
 		attempts++
 		if attempt == 0 {
 			inNetns(t, ns, "", "nft", "add", "rule", "ip", "t", "c", "ip", "daddr", "10.0.0.2", "drop")
@@ -180,7 +199,7 @@ func TestReadKernelChanged(t *testing.T) {
 	if attempts != 2 || len(rs.Tables[0].Chain("c").Rules) != 2 {
 		t.Errorf("%d reads, %d rules; want 2 reads and the rule added during the first", attempts, len(rs.Tables[0].Chain("c").Rules))
 	}
-	_, err = readNetlink(int(f.Fd()), nil, func(attempt int) {
+	_, err = readNetlink(nfnetlink.NetNS(f.Fd()), nil, func(attempt int) {
 		inNetns(t, ns, "", "nft", "add", "rule", "ip", "t", "c", "ip", "daddr", fmt.Sprintf("10.0.1.%d", attempt), "drop")
 	})
 	if err == nil || !strings.Contains(err.Error(), "changed during each") {

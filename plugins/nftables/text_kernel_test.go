@@ -23,7 +23,7 @@ func TestTextKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases["text forms"] = kernelCase{string(forms), []string{"nft", "-f", "-"}}
+	cases["text forms"] = kernelCase{text: string(forms), load: []string{"nft", "-f", "-"}}
 	for name, kc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ns := kernelNetns(t)
