@@ -7,6 +7,7 @@ import (
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -48,13 +49,14 @@ func Expected(in ExpectedInput) (*behavior.Table, []string) {
 			}
 		}
 	}
-	det := newLocalDetector(cfg, space.ClusterCIDRs)
-	npIPs, notes := in.nodePortIPs()
+	traits := plugins.TraitsOf(cfg.Mode)
+	det := newLocalDetector(cfg, traits, space.ClusterCIDRs)
+	npIPs, notes := in.nodePortIPs(traits)
 	local := newLocalDelivery(space.NodeIPs)
 	// The ports' frontends are independent: a large node's are worked
 	// out on every CPU.
-	rules := expectRules{masqAll: cfg.MasqueradeAll, ipvs: cfg.Mode == "ipvs",
-		nodeDropsNoLocal: cfg.Mode == "nftables" && in.Release.NFTablesChecksEndpointsBeforeDNAT()}
+	rules := expectRules{masqAll: cfg.MasqueradeAll, traits: traits,
+		nodeDropsNoLocal: traits.EarlyEndpointCheck && in.Release.NFTablesChecksEndpointsBeforeDNAT()}
 	t.Frontends = inRuns(len(v.Ports), expectedRun, func(out []behavior.Frontend, i int) []behavior.Frontend {
 		p := &v.Ports[i]
 		for _, k := range frontendKeys(p, npIPs) {
@@ -106,17 +108,17 @@ func frontendKeys(p *model.ServicePort, npIPs []string) []behavior.Key {
 }
 
 // nodePortIPs resolves nodePortAddresses to the addresses NodePorts open
-// on: nil means every local address (the iptables default). CIDRs and
-// "primary" (the node's primary addresses; the nftables default) match
-// only addresses local to the node.
-func (in ExpectedInput) nodePortIPs() ([]string, []string) {
+// on: nil means every local address (iptables mode's default). CIDRs
+// and "primary" (the node's primary addresses; nftables mode's default)
+// match only addresses local to the node.
+func (in ExpectedInput) nodePortIPs(traits model.ProxierTraits) ([]string, []string) {
 	spec := in.Config.NodePortAddresses
-	if len(spec) == 0 && in.Config.Mode == "nftables" {
-		spec = []string{"primary"}
+	if len(spec) == 0 {
+		spec = traits.DefaultNodePortAddresses
 	}
 	cidrs, all := nodePortCIDRs(spec, in.View.Family, in.View.NodeIPs)
-	if all && in.Config.Mode == "ipvs" {
-		return in.ipvsNodePortIPs()
+	if all && traits.NodePortsListedByPlane {
+		return in.listedNodePortIPs()
 	}
 	if all {
 		return nil, nil
@@ -157,7 +159,8 @@ func (in ExpectedInput) nodePortIPs() ([]string, []string) {
 // expectRules are the settings and release traits every frontend's
 // outcomes depend on.
 type expectRules struct {
-	masqAll, ipvs bool
+	masqAll bool
+	traits  model.ProxierTraits
 	// nodeDropsNoLocal: the node's own connections to an external IP or
 	// load balancer IP of a Service with a Local external policy and no
 	// endpoint on the node are dropped (nftables mode of v1.31 to v1.33.5
@@ -166,7 +169,7 @@ type expectRules struct {
 }
 
 func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSpace, local localDelivery, det localDetector, rules expectRules) behavior.Frontend {
-	masqAll, ipvs := rules.masqAll, rules.ipvs
+	masqAll := rules.masqAll
 	spn := p.SPN()
 	f := behavior.Frontend{Key: k, Service: spn, Outcomes: map[behavior.SourceClass]behavior.Outcome{}}
 	if p.AffinityTimeoutSeconds > 0 {
@@ -204,12 +207,12 @@ func expectFrontend(p *model.ServicePort, k behavior.Key, space behavior.ProbeSp
 			o = behavior.Outcome{Verdict: behavior.Reject, Reason: spn + " has no endpoints"}
 		case !behavior.Allowed(src, ranges):
 			o = behavior.Outcome{Verdict: behavior.Drop, Reason: fmt.Sprintf("%s: source %s not in loadBalancerSourceRanges", spn, src)}
-		case ipvs:
-			o = ipvsOutcome(p, c, src, det, external, masqAll, local, memo)
+		case rules.traits.LocalFallback:
+			o = fallbackOutcome(p, c, src, det, external, rules, local, memo)
 		case !external:
 			o = internalOutcome(p, c, src, det, masqAll, local, memo)
 		case c == behavior.FromNode && rules.nodeDropsNoLocal && p.ExternalPolicyLocal && len(p.LocalEndpoints) == 0 && k.Kind != behavior.NodePort:
-			o = behavior.Outcome{Verdict: behavior.Drop, Reason: spn + " has no local endpoints (nftables mode of kube-proxy v1.31 to v1.33.5 checks the node's own connections for endpoints before DNAT)"}
+			o = behavior.Outcome{Verdict: behavior.Drop, Reason: spn + " has no local endpoints (" + rules.traits.Mode + " mode of kube-proxy v1.31 to v1.33.5 checks the node's own connections for endpoints before DNAT)"}
 		default:
 			o = externalOutcome(p, c, det.on(), local, memo)
 		}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -16,13 +17,13 @@ type localDetector struct {
 	// InterfaceNamePrefix), whatever the CIDRs: a pod on the node comes
 	// in on it, and nothing else does. The node's own packets have no
 	// input interface: iptables' "! -i" takes them as not local, and
-	// nftables' iifname match does not match them at all (nft, its
-	// second field, tells which).
-	iface, nft bool
+	// nftables' iifname match does not match them at all (skipsNode,
+	// which the mode's traits give, tells which).
+	iface, skipsNode bool
 }
 
-func newLocalDetector(cfg snapshot.ProxyConfig, cidrs []netip.Prefix) localDetector {
-	return localDetector{cidrs: cidrs, iface: podIface(cfg) != "", nft: cfg.Mode == "nftables"}
+func newLocalDetector(cfg snapshot.ProxyConfig, traits model.ProxierTraits, cidrs []netip.Prefix) localDetector {
+	return localDetector{cidrs: cidrs, iface: podIface(cfg) != "", skipsNode: traits.InterfaceMatchSkipsNode}
 }
 
 // on reports whether kube-proxy writes the detector's rules at all.
@@ -32,7 +33,7 @@ func (d localDetector) on() bool { return d.iface || len(d.cidrs) > 0 }
 // packet of the class from src: it is then masqueraded to a ClusterIP.
 func (d localDetector) notLocal(c behavior.SourceClass, src netip.Addr) bool {
 	if d.iface {
-		return c == behavior.FromExternal || c == behavior.FromNode && !d.nft
+		return c == behavior.FromExternal || c == behavior.FromNode && !d.skipsNode
 	}
 	return !inPrefixes(src, d.cidrs)
 }

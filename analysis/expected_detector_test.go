@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -25,13 +27,13 @@ func TestLocalDetector(t *testing.T) {
 		{snapshot.ProxyConfig{Mode: "nftables", DetectLocalMode: "BridgeInterface", BridgeInterface: "cni0"}, false, false, true},
 		{snapshot.ProxyConfig{Mode: "nftables"}, false, true, true},
 	} {
-		d := newLocalDetector(c.cfg, cidrs)
+		d := newLocalDetector(c.cfg, plugins.TraitsOf(c.cfg.Mode), cidrs)
 		got := [3]bool{d.notLocal(behavior.FromPod, pod), d.notLocal(behavior.FromNode, node), d.notLocal(behavior.FromExternal, ext)}
 		if want := [3]bool{c.pod, c.node, c.ext}; got != want || !d.on() {
 			t.Errorf("%+v: not local (pod, node, external) %v, want %v", c.cfg, got, want)
 		}
 	}
-	if d := newLocalDetector(snapshot.ProxyConfig{DetectLocalMode: "BridgeInterface"}, nil); d.on() {
+	if d := newLocalDetector(snapshot.ProxyConfig{DetectLocalMode: "BridgeInterface"}, model.ProxierTraits{}, nil); d.on() {
 		t.Error("a bridge detector without its bridge is on")
 	}
 }

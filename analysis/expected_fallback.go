@@ -7,40 +7,47 @@ import (
 	"github.com/svctrace/svctrace/model"
 )
 
-// ipvsOutcome is a source's outcome at a frontend in ipvs mode, whose
-// proxier differs from the iptables and nftables ones:
-//   - a policy of Local with no local endpoint falls back to the cluster's
+// fallbackOutcome is a source's outcome at a frontend for a proxier whose
+// Local policy falls back to the cluster's endpoints (the traits' plane
+// declares it: ipvs mode):
+//   - a policy of Local with no local endpoint sends to the cluster's
 //     endpoints (which an internal-only Service has none of), instead of
 //     dropping;
-//   - a virtual server with no real server rejects (IPVS answers port
-//     unreachable);
-//   - external traffic (NodePort, external IP, load balancer) is
-//     masqueraded for every source under policy Cluster and for none
-//     under Local: the KUBE-NODE-PORT, KUBE-EXTERNAL-IP and
-//     KUBE-LOAD-BALANCER sets decide it, not the source.
+//   - a frontend with nothing to send to is answered as the traits say
+//     (ipvs: the virtual server rejects, port unreachable);
+//   - with ExternalMasqueradeByPolicy, external traffic (NodePort,
+//     external IP, load balancer) is masqueraded from every source under
+//     policy Cluster and from none under Local.
 //
 // A Service with no endpoints at all, and a source outside its load
 // balancer's source ranges, are as in the other modes (see expectFrontend).
-func ipvsOutcome(p *model.ServicePort, c behavior.SourceClass, src netip.Addr, det localDetector, external, masqAll bool, local localDelivery, memo backendMemo) behavior.Outcome {
-	localPolicy, masq := p.InternalPolicyLocal, masqAll || (det.on() && det.notLocal(c, src))
+func fallbackOutcome(p *model.ServicePort, c behavior.SourceClass, src netip.Addr, det localDetector, external bool, rules expectRules, local localDelivery, memo backendMemo) behavior.Outcome {
+	localPolicy, masq := p.InternalPolicyLocal, rules.masqAll || (det.on() && det.notLocal(c, src))
 	if external {
-		localPolicy, masq = p.ExternalPolicyLocal, !p.ExternalPolicyLocal
+		localPolicy = p.ExternalPolicyLocal
+		if rules.traits.ExternalMasqueradeByPolicy {
+			masq = !p.ExternalPolicyLocal
+		}
 	}
 	eps := p.ClusterEndpoints
 	if localPolicy && len(p.LocalEndpoints) > 0 {
 		eps = p.LocalEndpoints
 	}
 	if len(eps) == 0 {
-		return behavior.Outcome{Verdict: behavior.Reject, Reason: p.SPN() + " has no endpoint to send to on this node: its virtual server has no real server"}
+		reason := p.SPN() + " has no endpoint to send to on this node"
+		if rules.traits.EmptyFrontend != "" {
+			reason += ": " + rules.traits.EmptyFrontend
+		}
+		return behavior.Outcome{Verdict: behavior.Reject, Reason: reason}
 	}
 	return forward(eps, masq, local, memo)
 }
 
-// ipvsNodePortIPs are the addresses NodePorts open on in ipvs mode with
-// nodePortAddresses unset: every address of the node but those on
-// kube-ipvs0, which the plane lists (NodePortIPs), else the node's local
-// addresses.
-func (in ExpectedInput) ipvsNodePortIPs() ([]string, []string) {
+// listedNodePortIPs are the addresses NodePorts open on, with
+// nodePortAddresses unset, for a mode whose plane lists them (ipvs mode:
+// every address of the node but those on kube-ipvs0); else the node's
+// local addresses.
+func (in ExpectedInput) listedNodePortIPs() ([]string, []string) {
 	if in.NodePortIPsKnown {
 		return in.NodePortIPs, nil
 	}

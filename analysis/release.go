@@ -6,6 +6,7 @@ import (
 
 	"github.com/svctrace/svctrace/internal/wording"
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/proxyrelease"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -83,6 +84,7 @@ func releaseNotes(r proxyrelease.Release, v *model.NodeView, mode string) []stri
 	if r.Known() || v == nil {
 		return nil
 	}
+	early := plugins.TraitsOf(mode).EarlyEndpointCheck
 	var hinted, dropped []string
 	add := func(list []string, name string) []string {
 		if len(list) == 0 || list[len(list)-1] != name {
@@ -96,7 +98,7 @@ func releaseNotes(r proxyrelease.Release, v *model.NodeView, mode string) []stri
 		if p.TopologyByRelease {
 			hinted = add(hinted, name)
 		}
-		if mode == "nftables" && p.ExternalPolicyLocal && len(p.LocalEndpoints) == 0 && p.HasAnyEndpoints &&
+		if early && p.ExternalPolicyLocal && len(p.LocalEndpoints) == 0 && p.HasAnyEndpoints &&
 			(len(p.ExternalIPs) > 0 || len(p.LoadBalancerIPs) > 0) {
 			dropped = add(dropped, name)
 		}

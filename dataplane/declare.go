@@ -1,5 +1,7 @@
 package dataplane
 
+import "github.com/svctrace/svctrace/model"
+
 // DumpKind is one kind of kernel dump a plane reads: its name in a
 // snapshot, the tools that dump it on a node, and the collect flag that
 // imports a file of it. A plane declares its kinds (Declarer), and the
@@ -35,10 +37,12 @@ type DumpTool struct {
 	Argv []string
 }
 
-// A Declarer is a Loader that declares the dumps it reads. A plane that
+// A Declarer is a Loader that declares the dumps it reads and how its
+// mode's proxier departs from kube-proxy's common behaviour. A plane that
 // reads another plane's dumps too (ipvs mode reads iptables rules)
 // declares only its own.
 type Declarer interface {
 	Loader
 	Dumps() []DumpKind
+	Traits() model.ProxierTraits
 }

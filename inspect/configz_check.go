@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -208,9 +209,7 @@ func effectiveSettings(pc snapshot.ProxyConfig) ([]setting, map[string]bool) {
 	nodePorts := cidrList(pc.NodePortAddresses)
 	if len(nodePorts) == 0 {
 		defaulted["nodePortAddresses"] = true
-		if mode == "nftables" {
-			nodePorts = []string{"primary"}
-		}
+		nodePorts = plugins.TraitsOf(mode).DefaultNodePortAddresses
 	}
 	bit := "14"
 	if pc.MasqueradeBit != nil {

@@ -54,10 +54,11 @@ type Cause struct {
 
 // Diagnose checks a service against its pods and EndpointSlices, and
 // against the node view v (which may be nil: node checks are then
-// skipped) of a kube-proxy in mode ("" when unknown; ipvs mode treats a
-// Local policy without local endpoints its own way). Causes come errors
-// first, then warnings, then infos, each in a fixed check order.
-func Diagnose(c *snapshot.Cluster, svc *corev1.Service, v *NodeView, mode string) []Cause {
+// skipped) of a kube-proxy whose mode has traits (a mode whose Local
+// policy falls back to the cluster's endpoints treats a Local policy
+// without local endpoints its own way). Causes come errors first, then
+// warnings, then infos, each in a fixed check order.
+func Diagnose(c *snapshot.Cluster, svc *corev1.Service, v *NodeView, traits ProxierTraits) []Cause {
 	if svc == nil {
 		return nil
 	}
@@ -100,7 +101,7 @@ func Diagnose(c *snapshot.Cluster, svc *corev1.Service, v *NodeView, mode string
 	causes = append(causes, endpointCauses(c, svc)...)
 	causes = append(causes, endpointsObjectCauses(c, svc)...)
 	if v != nil && !headless {
-		causes = append(causes, nodeCauses(svc, v, mode)...)
+		causes = append(causes, nodeCauses(svc, v, traits)...)
 	}
 
 	slices.SortStableFunc(causes, func(a, b Cause) int {
@@ -208,7 +209,7 @@ func endpointCauses(c *snapshot.Cluster, svc *corev1.Service) []Cause {
 
 // nodeCauses: TerminatingFallback and NoLocalEndpoints, per service port
 // of the view.
-func nodeCauses(svc *corev1.Service, v *NodeView, mode string) []Cause {
+func nodeCauses(svc *corev1.Service, v *NodeView, traits ProxierTraits) []Cause {
 	var causes []Cause
 	ref := []string{objRef("Service", svc.Namespace, svc.Name)}
 	for _, p := range v.Find(svc.Namespace, svc.Name) {
@@ -232,12 +233,15 @@ func nodeCauses(svc *corev1.Service, v *NodeView, mode string) []Cause {
 		}
 		if p.InternalPolicyLocal {
 			fate := "are dropped, although endpoints exist on other nodes"
-			if mode == "ipvs" {
-				// ipvs mode falls back to the cluster's endpoints, which
+			if traits.LocalFallback {
+				// The mode falls back to the cluster's endpoints, which
 				// a Service reached only inside the cluster has none of.
-				fate = "are rejected (its IPVS virtual server has no real server), although endpoints exist on other nodes"
+				fate = "are rejected, although endpoints exist on other nodes"
+				if traits.EmptyFrontend != "" {
+					fate = "are rejected (" + traits.EmptyFrontend + "), although endpoints exist on other nodes"
+				}
 				if len(p.ClusterEndpoints) > 0 {
-					fate = "go to the cluster-wide endpoints instead (ipvs mode falls back to them)"
+					fate = "go to the cluster-wide endpoints instead (" + traits.Mode + " mode falls back to them)"
 				}
 			}
 			causes = append(causes, Cause{
@@ -248,8 +252,8 @@ func nodeCauses(svc *corev1.Service, v *NodeView, mode string) []Cause {
 		}
 		if p.ExternalPolicyLocal {
 			msg := fmt.Sprintf("%s has externalTrafficPolicy Local and node %s has no local endpoint: external traffic arriving at this node (%s) is dropped; connections from pods or the node itself to those addresses are short-circuited to cluster-wide endpoints", name, v.Node, externalDestinations(&p))
-			if mode == "ipvs" {
-				msg = fmt.Sprintf("%s has externalTrafficPolicy Local and node %s has no local endpoint: ipvs mode sends traffic arriving at this node (%s) to the cluster-wide endpoints, unmasqueraded, so an endpoint on another node answers the client from its own address and an external client drops the reply", name, v.Node, externalDestinations(&p))
+			if traits.LocalFallback {
+				msg = fmt.Sprintf("%s has externalTrafficPolicy Local and node %s has no local endpoint: %s mode sends traffic arriving at this node (%s) to the cluster-wide endpoints, unmasqueraded, so an endpoint on another node answers the client from its own address and an external client drops the reply", name, v.Node, traits.Mode, externalDestinations(&p))
 			}
 			if p.HealthCheckNodePort != 0 {
 				msg += fmt.Sprintf("; the health check on node port %d reports no local endpoints, so load balancers should stop sending traffic here", p.HealthCheckNodePort)

@@ -21,7 +21,7 @@ func TestEndpointsSelectorServiceDisagreementWording(t *testing.T) {
 			NotReadyAddresses: []corev1.EndpointAddress{addr("10.0.0.1", "")},
 			Ports:             []corev1.EndpointPort{{Name: "http", Port: 8080}}})},
 	}
-	mm := findCause(t, Diagnose(c, &c.Services[0], nil, ""), CodeEndpointsMismatch)
+	mm := findCause(t, Diagnose(c, &c.Services[0], nil, ProxierTraits{}), CodeEndpointsMismatch)
 	if !strings.Contains(mm.Message, "its EndpointSlices (which kube-proxy 1.19 and later follows") ||
 		!strings.Contains(mm.Message, "ready in the EndpointSlices but not in the Endpoints object: 10.0.0.1:8080 (http/TCP)") {
 		t.Errorf("message %q", mm.Message)

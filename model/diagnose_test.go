@@ -47,7 +47,7 @@ func findCause(t *testing.T, causes []Cause, code string) Cause {
 func diagnose(t *testing.T, c *snapshot.Cluster) []Cause {
 	t.Helper()
 	v := buildView(t, c, "node1", "IPv4")
-	return Diagnose(c, &c.Services[0], v, "")
+	return Diagnose(c, &c.Services[0], v, ProxierTraits{})
 }
 
 func TestDiagnosePodChecksAndLocalPolicy(t *testing.T) {
@@ -178,14 +178,14 @@ func TestDiagnoseFixture(t *testing.T) {
 		"shop/ext":           {"info:ExternalName"},
 	}
 	for key, w := range want {
-		if got := codes(Diagnose(c, byName[key], v, "")); !reflect.DeepEqual(got, w) {
+		if got := codes(Diagnose(c, byName[key], v, ProxierTraits{})); !reflect.DeepEqual(got, w) {
 			t.Errorf("%s: codes = %v, want %v", key, got, w)
 		}
 	}
 
 	// cart on a node without a cart endpoint: ETP Local drops external traffic.
 	v9 := buildView(t, c, "node9", "IPv4")
-	causes := Diagnose(c, byName["shop/cart"], v9, "")
+	causes := Diagnose(c, byName["shop/cart"], v9, ProxierTraits{})
 	local := findCause(t, causes, CodeNoLocalEndpoints)
 	for _, s := range []string{"externalTrafficPolicy Local", "NodePort 32296", "load-balancer IP 198.51.100.50:80", "node port 30237"} {
 		if !strings.Contains(local.Message, s) {

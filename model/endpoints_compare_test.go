@@ -55,7 +55,7 @@ func TestEndpointsMirroringDisagreement(t *testing.T) {
 		t.Errorf("notes = %q", v.Notes)
 	}
 
-	causes := Diagnose(c, &c.Services[0], v, "")
+	causes := Diagnose(c, &c.Services[0], v, ProxierTraits{})
 	mm := findCause(t, causes, CodeEndpointsMismatch)
 	for _, want := range []string{"mirroring failed or is behind", "only in the EndpointSlices: 10.0.0.4:8080 (http/TCP)",
 		"ready in the Endpoints object but not in the EndpointSlices: 10.0.0.2:8080 (http/TCP)"} {
@@ -107,14 +107,14 @@ func TestEndpointsTruncatedIsNoDisagreement(t *testing.T) {
 	if len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "3 endpoints of the EndpointSlices are beyond the 1000 addresses") {
 		t.Errorf("notes = %q", v.Notes)
 	}
-	causes := Diagnose(c, &c.Services[0], v, "")
+	causes := Diagnose(c, &c.Services[0], v, ProxierTraits{})
 	if want := []string{"info:PodsNotListed", "info:EndpointsTruncated"}; !reflect.DeepEqual(codes(causes), want) {
 		t.Fatalf("codes = %v, want %v", codes(causes), want)
 	}
 
 	// Truncated and also disagreeing: one extra address only in the object.
 	c.Endpoints[0].Subsets[0].Addresses = append(c.Endpoints[0].Subsets[0].Addresses, addr("192.0.2.1", ""))
-	causes = Diagnose(c, &c.Services[0], nil, "")
+	causes = Diagnose(c, &c.Services[0], nil, ProxierTraits{})
 	if want := []string{"warning:EndpointsMismatch", "info:PodsNotListed", "info:EndpointsTruncated"}; !reflect.DeepEqual(codes(causes), want) {
 		t.Fatalf("codes = %v, want %v", codes(causes), want)
 	}
@@ -143,7 +143,7 @@ func TestEndpointsDualStackSelectorServiceAgrees(t *testing.T) {
 			t.Errorf("%s notes = %q", fam, v.Notes)
 		}
 	}
-	if causes := Diagnose(c, &c.Services[0], nil, ""); !reflect.DeepEqual(codes(causes), []string{"info:PodsNotListed"}) {
+	if causes := Diagnose(c, &c.Services[0], nil, ProxierTraits{}); !reflect.DeepEqual(codes(causes), []string{"info:PodsNotListed"}) {
 		t.Errorf("codes = %v", codes(causes))
 	}
 
@@ -174,7 +174,7 @@ func TestEndpointsMirroringLimit(t *testing.T) {
 		Endpoints: []corev1.Endpoints{testEndpoints("svc", corev1.EndpointSubset{Addresses: all,
 			Ports: []corev1.EndpointPort{{Name: "http", Port: 8080}}})},
 	}
-	mm := findCause(t, Diagnose(c, &c.Services[0], nil, ""), CodeEndpointsMismatch)
+	mm := findCause(t, Diagnose(c, &c.Services[0], nil, ProxierTraits{}), CodeEndpointsMismatch)
 	if !strings.Contains(mm.Message, "copies at most 1000 addresses of each subset") ||
 		!strings.Contains(mm.Message, "only in the Endpoints object: "+ips[maxEndpointsAddresses]+":8080 (http/TCP)") {
 		t.Errorf("message %q", mm.Message)

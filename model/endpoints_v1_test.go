@@ -187,7 +187,7 @@ func TestEndpointsObjectIgnoredBesideOtherSlices(t *testing.T) {
 	if len(p.Endpoints) != 0 || p.HasAnyEndpoints {
 		t.Errorf("endpoints %v: kube-proxy reads no Endpoints object beside EndpointSlices", epStrings(p.Endpoints))
 	}
-	causes := Diagnose(c, &c.Services[0], v, "")
+	causes := Diagnose(c, &c.Services[0], v, ProxierTraits{})
 	found := false
 	for _, cs := range causes {
 		if cs.Code == CodeEndpointsOnly && cs.Severity == SeverityWarning && strings.Contains(cs.Message, "no EndpointSlice, while other Services have slices") {

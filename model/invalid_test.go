@@ -58,7 +58,7 @@ func TestInvalidClusterIP(t *testing.T) {
 			if !slices.Contains(v.Notes, note) {
 				t.Errorf("notes %q, want %q", v.Notes, note)
 			}
-			causes := Diagnose(cl, nginx, v, "iptables")
+			causes := Diagnose(cl, nginx, v, ProxierTraits{Mode: "iptables"})
 			if len(causes) == 0 || causes[0].Code != CodeInvalidClusterIP || causes[0].Severity != SeverityError || !strings.Contains(causes[0].Message, c.want) {
 				t.Errorf("causes %+v, want an InvalidClusterIP error first", causes)
 			}

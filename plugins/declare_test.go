@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -65,6 +66,8 @@ func TestPlanesDeclare(t *testing.T) {
 		t.Fatal("docs/architecture.md has no section \"What each plane declares\"")
 	}
 	sec, _, _ = strings.Cut(sec, "\n## ")
+	sec, traits, _ := strings.Cut(sec, "\n### ")
+	checkTraits(t, traits)
 	for _, r := range rows {
 		if !strings.Contains(sec, "\n"+r+"\n") {
 			t.Errorf("docs/architecture.md's table lacks the row\n%s", r)
@@ -105,5 +108,46 @@ func TestArchitectureMap(t *testing.T) {
 				t.Errorf("docs/architecture.md's map lacks internal/%s", name)
 			}
 		}
+	}
+}
+
+// checkTraits keeps the traits table of docs/architecture.md (sec, from
+// its heading on) equal to what each plane declares: one row per plane,
+// naming every trait that departs from the zero value.
+func checkTraits(t *testing.T, sec string) {
+	t.Helper()
+	if !strings.HasPrefix(sec, "Proxier traits\n") {
+		t.Fatal("docs/architecture.md's section \"What each plane declares\" has no subsection \"Proxier traits\"")
+	}
+	rows := 0
+	for _, l := range Loaders() {
+		tr := l.(dataplane.Declarer).Traits()
+		if tr.Mode != l.Mode() {
+			t.Errorf("plane %s declares the traits of mode %q", l.Mode(), tr.Mode)
+		}
+		v := reflect.ValueOf(tr)
+		var set []string
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Name == "Mode" || v.Field(i).IsZero() {
+				continue
+			}
+			if f.Type.Kind() == reflect.Bool {
+				set = append(set, "`"+f.Name+"`")
+			} else {
+				set = append(set, fmt.Sprintf("`%s`: %v", f.Name, v.Field(i).Interface()))
+			}
+		}
+		if len(set) == 0 {
+			set = []string{"(none: the behaviour assumed)"}
+		}
+		row := fmt.Sprintf("| %s | %s |", l.Mode(), strings.Join(set, ", "))
+		if !strings.Contains(sec, "\n"+row+"\n") {
+			t.Errorf("docs/architecture.md's traits table lacks the row\n%s", row)
+		}
+		rows++
+	}
+	if n := strings.Count(sec, "\n| ") - 1; n != rows {
+		t.Errorf("docs/architecture.md's traits table has %d rows, the planes are %d", n, rows)
 	}
 }

@@ -9,6 +9,7 @@ package plugins
 
 import (
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/plugins/iptables"
 	"github.com/svctrace/svctrace/plugins/ipvs"
 	"github.com/svctrace/svctrace/plugins/nftables"
@@ -35,4 +36,14 @@ func ForMode(mode string) dataplane.Loader {
 		}
 	}
 	return nil
+}
+
+// TraitsOf are the ways the proxier of kube-proxy's mode departs from
+// the common behaviour, as its plane declares them; a mode no plane
+// serves (or "") has none.
+func TraitsOf(mode string) model.ProxierTraits {
+	if d, ok := ForMode(mode).(dataplane.Declarer); ok {
+		return d.Traits()
+	}
+	return model.ProxierTraits{Mode: mode}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/model"
+	"github.com/svctrace/svctrace/plugins"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -37,7 +38,7 @@ func Explain(a *analysis.NodeAnalysis, c *snapshot.Cluster, ref analysis.Service
 				r.Skipped = why
 			}
 		}
-		r.Causes = model.Diagnose(c, svc, a.View, a.Config.Mode)
+		r.Causes = model.Diagnose(c, svc, a.View, plugins.TraitsOf(a.Config.Mode))
 	}
 	spns := candidateSPNs(ref, a)
 	for _, f := range a.Observed.Frontends {
