@@ -69,10 +69,8 @@ func Import(o ImportOptions) (*snapshot.Snapshot, error) {
 	if o.Node == "" {
 		return nil, fmt.Errorf("importing: a node name is needed (--node)")
 	}
-	switch o.Backend {
-	case "", "legacy", "nf_tables":
-	default:
-		return nil, fmt.Errorf("importing: unknown iptables backend %q (want legacy or nf_tables)", o.Backend)
+	if err := plugins.CheckBackend(o.Backend); err != nil {
+		return nil, fmt.Errorf("importing: unknown backend %w", err)
 	}
 	s := &snapshot.Snapshot{
 		APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,

@@ -75,6 +75,9 @@ type Status struct {
 
 var versionRE = regexp.MustCompile(`^v1\.[0-9]{1,3}\.[0-9]{1,3}$`)
 
+// backendRE is the shape of a kernel backend's name (legacy, nf_tables).
+var backendRE = regexp.MustCompile(`^[a-z][a-z_]{0,31}$`)
+
 // args are the svctrace arguments of a node-state request.
 func (r NodeStateRequest) args(node string) ([]string, string, error) {
 	var stdin strings.Builder
@@ -106,12 +109,14 @@ func (r RulesRequest) args(node, dir, user string) ([]string, error) {
 		}
 		args = append(args, "--kube-proxy-version", r.KubeProxyVersion)
 	}
-	switch r.IPTablesBackend {
-	case "":
-	case "legacy", "nf_tables":
+	switch {
+	case r.IPTablesBackend == "":
+	case backendRE.MatchString(r.IPTablesBackend):
+		// The node's svctrace checks it against the backends its
+		// planes declare.
 		args = append(args, "--iptables-backend", r.IPTablesBackend)
 	default:
-		return nil, fmt.Errorf("iptablesBackend %q: want legacy or nf_tables", r.IPTablesBackend)
+		return nil, fmt.Errorf("iptablesBackend %q is not a backend's name", r.IPTablesBackend)
 	}
 	if r.Backup != "" {
 		p, err := backupPath(dir, r.Backup)

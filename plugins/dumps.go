@@ -1,6 +1,10 @@
 package plugins
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/svctrace/svctrace/dataplane"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -26,4 +30,28 @@ func Dumps() []dataplane.DumpKind {
 	}
 	return append(out, dataplane.DumpKind{Collector: snapshot.CollectorConntrack, Flag: "conntrack",
 		Help: "Import: the node's conntrack table (conntrack -L -o extended, or /proc/net/nf_conntrack)"})
+}
+
+// Backends are the kernel backends the planes' dumps name (iptables'
+// legacy and nf_tables), in the order declared: what a repair may be
+// told to write.
+func Backends() []string {
+	var out []string
+	for _, k := range Dumps() {
+		for _, t := range k.Tools {
+			if t.Backend != "" && !slices.Contains(out, t.Backend) {
+				out = append(out, t.Backend)
+			}
+		}
+	}
+	return out
+}
+
+// CheckBackend says whether b ("" for the one holding kube-proxy's
+// objects) is a backend a plane declares.
+func CheckBackend(b string) error {
+	if bs := Backends(); b != "" && !slices.Contains(bs, b) {
+		return fmt.Errorf("%q: want %s", b, strings.Join(bs, " or "))
+	}
+	return nil
 }

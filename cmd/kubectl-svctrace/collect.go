@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -76,7 +77,7 @@ comments and chain hashes.`,
 	}
 	cmd.Flags().StringVar(&o.table, "table", "", "Import: the table of a dump without *table headers (default: inferred from chain names)")
 	cmd.Flags().BoolVar(&o.excerpt, "excerpt", false, "Import: the dumps are excerpts cut by hand, so a table may end without its COMMIT (read as far as it goes instead of refused as truncated)")
-	cmd.Flags().StringVar(&o.backend, "backend", "", "Import: the iptables backend of the dumps, legacy or nf_tables (default: what the iptables-save header says; unknown when it says neither)")
+	cmd.Flags().StringVar(&o.backend, "backend", "", "Import: the iptables backend of the dumps, "+strings.Join(plugins.Backends(), " or ")+" (default: what the iptables-save header says; unknown when it says neither)")
 	cmd.Flags().StringVar(&o.mode, "proxy-mode", "", "Import: kube-proxy's mode, if known")
 	cmd.Flags().StringSliceVar(&o.addresses, "node-ip", nil, "Import: the node's addresses, when --objects has no Node object for it")
 	cmd.Flags().BoolVar(&o.appendNode, "append", false, "Add the node to the snapshot already in -f FILE (replacing a node of the same name), to collect several nodes into one")

@@ -29,7 +29,7 @@ func TestExcerptAndBackendFlags(t *testing.T) {
 		t.Errorf("drift on the excerpt: exit %d\n%s", code, out)
 	}
 	_, stderr, code = run(t, "collect", "--node", "n1", "--backend", "nft", "--iptables-save", cut, "--excerpt", "-f", snap)
-	if code == 0 || !strings.Contains(stderr, `unknown iptables backend "nft"`) {
+	if code == 0 || !strings.Contains(stderr, `unknown backend "nft": want nf_tables or legacy`) {
 		t.Errorf("--backend nft: exit %d, %q", code, stderr)
 	}
 }

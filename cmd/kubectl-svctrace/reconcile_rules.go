@@ -94,7 +94,7 @@ is rolled back).`,
 	f.BoolVar(&o.apply, "apply", false, "Write the changes (default: only list them)")
 	f.BoolVar(&o.force, "force", false, "With --apply: write even while a kube-proxy runs on the node and syncs")
 	f.StringVar(&o.service, "service", "", "Only this Service's chains and rules ([NS/]NAME)")
-	f.StringVar(&o.backend, "iptables-backend", "", "The iptables backend to write, legacy or nf_tables (default: the one holding kube-proxy's chains)")
+	f.StringVar(&o.backend, "iptables-backend", "", "The iptables backend to write, "+strings.Join(plugins.Backends(), " or ")+" (default: the one holding kube-proxy's chains)")
 	f.StringVar(&o.backup, "backup", "", "With --apply: the backup file to write (default: "+reconcile.DefaultBackupDir+"/rules-NODE-TIME.yaml)")
 	f.IntVar(&o.keepBackups, "keep-backups", reconcile.DefaultKeepBackups, "With --apply: how many backups of the node to keep in the backup's directory, the new one included (-1: all)")
 	f.StringVar(&o.requestedBy, "requested-by", "", "Who asked for the apply, for the log (the agent passes its caller)")
@@ -109,8 +109,8 @@ func (o *reconcileRulesOptions) options() reconcile.RulesOptions {
 }
 
 func (o *reconcileRulesOptions) run(ctx context.Context) error {
-	if o.backend != "" && o.backend != "legacy" && o.backend != "nf_tables" {
-		return fmt.Errorf("--iptables-backend %q: want legacy or nf_tables", o.backend)
+	if err := plugins.CheckBackend(o.backend); err != nil {
+		return fmt.Errorf("--iptables-backend %w", err)
 	}
 	if o.apply && !o.local {
 		return o.applyThroughAgent(ctx)

@@ -60,7 +60,7 @@ func TestReconcileRulesErrors(t *testing.T) {
 		{[]string{"--kube-proxy-version", "v1.29.4"}, "svctrace renders the iptables layout of v1.30 to v1.37"},
 		{nil, "kube-proxy's version is unknown"},
 		{[]string{"--apply"}, "--apply changes a node's kernel: not with --snapshot"},
-		{[]string{"--kube-proxy-version", "v1.36.3", "--iptables-backend", "nft"}, "want legacy or nf_tables"},
+		{[]string{"--kube-proxy-version", "v1.36.3", "--iptables-backend", "nft"}, "want nf_tables or legacy"},
 	} {
 		args := append([]string{"reconcile", "rules", "--snapshot", snap}, c.args...)
 		_, stderr, code := run(t, args...)
