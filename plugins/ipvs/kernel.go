@@ -2,19 +2,17 @@ package ipvs
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"sort"
 	"strings"
 	"syscall"
 
-	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/ipvs/ipvsnetlink"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -33,9 +31,9 @@ const KernelSource = "IPVS (netlink)"
 // starts, which a read must not do.
 func (Loader) ReadKernel(collector, _ string) (snapshot.Dump, error) {
 	switch collector {
-	case snapshot.CollectorIPVS:
+	case CollectorIPVS:
 		return readIPVS()
-	case snapshot.CollectorKubeIPVS0:
+	case CollectorKubeIPVS0:
 		return readDummy()
 	}
 	return snapshot.Dump{}, fmt.Errorf("ipvs: no netlink read stands for %s", collector)
@@ -43,7 +41,7 @@ func (Loader) ReadKernel(collector, _ string) (snapshot.Dump, error) {
 
 // readIPVS reads the IPVS table, for ipvsadm -Ln.
 func readIPVS() (snapshot.Dump, error) {
-	collector := snapshot.CollectorIPVS
+	collector := CollectorIPVS
 	failed := snapshot.Dump{Collector: collector}
 	t, err := readNetlink()
 	if err != nil {
@@ -55,41 +53,34 @@ func readIPVS() (snapshot.Dump, error) {
 	return snapshot.Dump{Collector: collector, Origin: KernelSource, Text: t.Listing()}, nil
 }
 
-// IPVS's generic netlink commands and attributes (include/uapi/linux/ip_vs.h).
+// IPVS's generic netlink attributes of a virtual server and a real
+// server (include/uapi/linux/ip_vs.h).
 const (
-	cmdGetService = 4
-	cmdGetDest    = 8
-
-	cmdAttrService = 1
-	cmdAttrDest    = 2
-
 	svcAF, svcProtocol, svcAddr, svcPort, svcFWMark, svcSched, svcFlags, svcTimeout, svcNetmask = 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 	dstAddr, dstPort, dstFwd, dstWeight, dstActive, dstInactive, dstAF = 1, 2, 3, 4, 7, 8, 11
 )
 
-// readNetlink dumps the virtual servers and each one's real servers; nil
-// when the kernel has no IPVS.
+// readNetlink dumps the virtual servers of the calling thread's network
+// namespace and each one's real servers; nil when the kernel has no IPVS.
 func readNetlink() (*Table, error) {
-	c, err := genetlink.Dial(nil)
-	if err != nil {
-		return nil, fmt.Errorf("opening generic netlink: %w", err)
+	return readTable(ipvsnetlink.Kernel{})
+}
+
+// readTable reads the IPVS table over netlink sockets of d.
+func readTable(d ipvsnetlink.Dialer) (*Table, error) {
+	c, err := ipvsnetlink.OpenIPVS(d)
+	if err != nil || c == nil {
+		return nil, err
 	}
 	defer c.Close()
-	fam, err := c.GetFamily("IPVS")
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("looking up IPVS over netlink: %w", err)
-	}
-	msgs, err := c.Execute(genetlink.Message{Header: genetlink.Header{Command: cmdGetService, Version: fam.Version}}, fam.ID, netlink.Request|netlink.Dump)
+	msgs, err := c.Services()
 	if err != nil {
 		return nil, fmt.Errorf("listing IPVS services: %w", err)
 	}
 	t := &Table{}
 	for _, m := range msgs {
-		svc, err := nested(m.Data, cmdAttrService)
+		svc, err := nested(m.Data, ipvsnetlink.AttrService)
 		if err != nil {
 			return nil, fmt.Errorf("an IPVS service: %w", err)
 		}
@@ -97,16 +88,12 @@ func readNetlink() (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
-		req, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: cmdAttrService | netlink.Nested, Data: id}})
-		if err != nil {
-			return nil, err
-		}
-		dms, err := c.Execute(genetlink.Message{Header: genetlink.Header{Command: cmdGetDest, Version: fam.Version}, Data: req}, fam.ID, netlink.Request|netlink.Dump)
+		dms, err := c.Dests(id)
 		if err != nil {
 			return nil, fmt.Errorf("listing the real servers of %s: %w", v.Key(), err)
 		}
 		for _, dm := range dms {
-			dst, err := nested(dm.Data, cmdAttrDest)
+			dst, err := nested(dm.Data, ipvsnetlink.AttrDest)
 			if err != nil {
 				return nil, fmt.Errorf("a real server of %s: %w", v.Key(), err)
 			}

@@ -15,72 +15,142 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/svctrace/svctrace/plugins/ipvs/ipvsnetlink"
 )
 
 // The ipsets' writes: kube-proxy's sets made as it makes them, and their
-// members added and deleted over netlink.
+// members added and deleted, over a netfilter netlink connection
+// (ipvsnetlink.Conn: the kernel, or a recording of it). The messages are
+// github.com/vishvananda/netlink's.
 
-// createSet creates a set as kube-proxy does.
-func createSet(s *IPSet) error {
-	o := netlink.IpsetCreateOptions{MaxElements: 65536, Family: unix.AF_INET}
-	if s.Family == "inet6" {
-		o.Family = unix.AF_INET6
+// ipsetRequest is the start of an ipset command's message, as
+// github.com/vishvananda/netlink makes it: the netfilter header and the
+// protocol's version, then the set's name.
+func ipsetRequest(cmd int, set string) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(cmd|(unix.NFNL_SUBSYS_IPSET<<8), nl.GetIpsetFlags(cmd))
+	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0})
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_SETNAME, nl.ZeroTerminated(set)))
+	return req
+}
+
+// ipsetDo sends an ipset command: ipset's own errors (IPSET_ERR_*) are
+// named.
+func ipsetDo(c *ipvsnetlink.Conn, req *nl.NetlinkRequest) error {
+	err := c.Do(req.Serialize())
+	var errno syscall.Errno
+	if errors.As(err, &errno) && int(errno) >= nl.IPSET_ERR_PRIVATE {
+		err = nl.IPSetError(uintptr(errno))
 	}
-	if s.Type == "bitmap:port" {
-		// A bitmap has its range, and no size limit to give.
-		o.PortFrom, o.PortTo, o.MaxElements = 0, 65535, 0
+	return err
+}
+
+// setRevision is the revision of one of kube-proxy's set types (without
+// counters, comments or skbinfo), as github.com/vishvananda/netlink
+// gives it: 0 for a type it names none of.
+func setRevision(typ string) uint8 {
+	switch typ {
+	case "hash:ip", "hash:ip,port", "hash:ip,port,ip":
+		return 1
+	case "hash:ip,port,net":
+		return 2
 	}
-	if err := netlink.IpsetCreate(s.Name, s.Type, o); err != nil && !errors.Is(err, syscall.EEXIST) {
+	return 0
+}
+
+// createSet creates a set as kube-proxy does (hashes of up to 65536
+// members, the bitmap of all ports).
+func createSet(c *ipvsnetlink.Conn, s *IPSet) error {
+	req := ipsetRequest(nl.IPSET_CMD_CREATE, s.Name)
+	req.Flags |= unix.NLM_F_EXCL
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_TYPENAME, nl.ZeroTerminated(s.Type)))
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_REVISION, nl.Uint8Attr(setRevision(s.Type))))
+	data := nl.NewRtAttr(nl.IPSET_ATTR_DATA|int(nl.NLA_F_NESTED), nil)
+	family := uint8(unix.AF_INET)
+	switch {
+	case s.Type == "bitmap:port":
+		// A bitmap has its range, no family and no size limit.
+		family = 0
+		data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_PORT_FROM|int(nl.NLA_F_NET_BYTEORDER), []byte{0, 0}))
+		data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_PORT_TO|int(nl.NLA_F_NET_BYTEORDER), []byte{0xff, 0xff}))
+	case s.Family == "inet6":
+		family = unix.AF_INET6
+	}
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_FAMILY, nl.Uint8Attr(family)))
+	if s.Type != "bitmap:port" {
+		data.AddChild(&nl.Uint32Attribute{Type: nl.IPSET_ATTR_MAXELEM | nl.NLA_F_NET_BYTEORDER, Value: 65536})
+	}
+	req.AddData(data)
+	if err := ipsetDo(c, req); err != nil && !errors.Is(err, syscall.EEXIST) {
 		return fmt.Errorf("creating ipset %s (%s): %w", s.Name, s.Type, err)
 	}
 	return nil
 }
 
-// setMember adds (or deletes) a member given as ipset prints it.
-func setMember(s *IPSet, member string, add bool) error {
+// destroySet destroys a set; one already gone is no error.
+func destroySet(c *ipvsnetlink.Conn, name string) error {
+	if err := ipsetDo(c, ipsetRequest(nl.IPSET_CMD_DESTROY, name)); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("destroying ipset %s: %w", name, err)
+	}
+	return nil
+}
+
+// setMember adds (or deletes) a member given as ipset prints it; an
+// added member replaces one that is there.
+func setMember(c *ipvsnetlink.Conn, s *IPSet, member string, add bool) error {
 	e, err := entryOf(s.Type, member)
 	if err != nil {
 		return fmt.Errorf("ipset %s: member %q: %w", s.Name, member, err)
 	}
-	switch {
-	case s.Type == "bitmap:port":
-		err = bitmapPort(s.Name, *e.Port, add)
-	case add:
-		e.Replace = true
-		err = netlink.IpsetAdd(s.Name, e)
-	default:
-		err = netlink.IpsetDel(s.Name, e)
+	cmd := nl.IPSET_CMD_ADD
+	if !add {
+		cmd = nl.IPSET_CMD_DEL
 	}
-	if err != nil {
+	req := ipsetRequest(cmd, s.Name)
+	if !add && s.Type != "bitmap:port" {
+		// A member not there is an error (a bitmap's port, as before,
+		// is not).
+		req.Flags |= unix.NLM_F_EXCL
+	}
+	req.AddData(entryData(e))
+	if err := ipsetDo(c, req); err != nil {
 		verb := map[bool]string{true: "adding", false: "removing"}[add]
 		return fmt.Errorf("%s %s in ipset %s: %w", verb, member, s.Name, err)
 	}
 	return nil
 }
 
-// bitmapPort adds (or deletes) a port of a bitmap:port set. The kernel
-// takes a bare port there, and netlink.IpsetAdd always sends a protocol
-// with a port, which the set's attribute policy refuses; the message is
-// the one it builds, less that attribute.
-func bitmapPort(set string, port uint16, add bool) error {
-	cmd := nl.IPSET_CMD_ADD
-	if !add {
-		cmd = nl.IPSET_CMD_DEL
-	}
-	req := nl.NewNetlinkRequest(cmd|(unix.NFNL_SUBSYS_IPSET<<8), nl.GetIpsetFlags(cmd))
-	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0})
-	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
-	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_SETNAME, nl.ZeroTerminated(set)))
+// entryData is a member's attributes, as github.com/vishvananda/netlink
+// encodes them, but for a bitmap:port member: the kernel takes a bare
+// port there, and the library always sends a protocol with a port,
+// which the set's attribute policy refuses.
+func entryData(e *netlink.IPSetEntry) *nl.RtAttr {
 	data := nl.NewRtAttr(nl.IPSET_ATTR_DATA|int(nl.NLA_F_NESTED), nil)
-	buf := binary.BigEndian.AppendUint16(nil, port)
-	data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_PORT|int(nl.NLA_F_NET_BYTEORDER), buf))
-	data.AddChild(&nl.Uint32Attribute{Type: nl.IPSET_ATTR_LINENO | nl.NLA_F_NET_BYTEORDER, Value: 0})
-	req.AddData(data)
-	_, err := req.Execute(unix.NETLINK_NETFILTER, 0)
-	if errno, ok := err.(syscall.Errno); ok && int(errno) >= nl.IPSET_ERR_PRIVATE {
-		err = nl.IPSetError(uintptr(errno))
+	ip := func(typ int, a net.IP) {
+		t, b := nl.IPSET_ATTR_IPADDR_IPV4, a.To4()
+		if b == nil {
+			t, b = nl.IPSET_ATTR_IPADDR_IPV6, a.To16()
+		}
+		data.AddChild(nl.NewRtAttr(typ|int(nl.NLA_F_NESTED), nl.NewRtAttr(t|int(nl.NLA_F_NET_BYTEORDER), b).Serialize()))
 	}
-	return err
+	if e.IP != nil {
+		ip(nl.IPSET_ATTR_IP, e.IP)
+	}
+	if e.IP2 != nil {
+		ip(nl.IPSET_ATTR_IP2, e.IP2)
+	}
+	if e.CIDR2 != 0 {
+		data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_CIDR2, nl.Uint8Attr(e.CIDR2)))
+	}
+	if e.Port != nil {
+		if e.Protocol != nil {
+			data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_PROTO, nl.Uint8Attr(*e.Protocol)))
+		}
+		data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_PORT|int(nl.NLA_F_NET_BYTEORDER), binary.BigEndian.AppendUint16(nil, *e.Port)))
+	}
+	data.AddChild(&nl.Uint32Attribute{Type: nl.IPSET_ATTR_LINENO | nl.NLA_F_NET_BYTEORDER, Value: 0})
+	return data
 }
 
 // entryOf reads a member of a set type: "30080"; "10.96.0.1";

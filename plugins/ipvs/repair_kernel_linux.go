@@ -6,21 +6,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
 	"syscall"
 
 	mobyipvs "github.com/moby/ipvs"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/svctrace/svctrace/plugins/iptables"
+	"github.com/svctrace/svctrace/plugins/ipvs/ipvsnetlink"
 )
 
 // applyDelta makes a delta's changes in the kernel of the calling
-// process's network namespace, over netlink: the ipsets and their members
+// thread's network namespace, over netlink: the ipsets and their members
 // first, then the virtual and real servers, kube-ipvs0's addresses, the
 // iptables rules (iptables-restore --noflush), and last what is removed,
 // so that a packet meets the new rules before the old ones go. Each
@@ -28,12 +27,29 @@ import (
 // a whole runs in a process of its own, which a stopped svctrace does not
 // cut short (see Write).
 func applyDelta(ctx context.Context, d *delta, family, backend string) error {
+	return applyDeltaWith(ctx, ipvsnetlink.Kernel{}, d, family, backend)
+}
+
+// applyDeltaWith makes the changes with the ipsets and kube-ipvs0 written
+// over netlink sockets of k (the virtual servers are
+// github.com/moby/ipvs's to write, in the calling thread's namespace).
+func applyDeltaWith(ctx context.Context, k ipvsnetlink.Dialer, d *delta, family, backend string) error {
 	// Nothing is written unless the iptables part reads back as the
 	// delta's own rule changes.
 	if err := d.checkRules(); err != nil {
 		return err
 	}
-	if err := addSets(d); err != nil {
+	nf, err := ipvsnetlink.Open(k, ipvsnetlink.ProtoNetfilter)
+	if err != nil {
+		return err
+	}
+	defer nf.Close()
+	rt, err := ipvsnetlink.Open(k, ipvsnetlink.ProtoRoute)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := addSets(nf, d); err != nil {
 		return err
 	}
 	h, err := ipvsHandle(d)
@@ -46,7 +62,7 @@ func applyDelta(ctx context.Context, d *delta, family, backend string) error {
 	if err := addServers(h, d); err != nil {
 		return err
 	}
-	if err := bindAddrs(d); err != nil {
+	if err := bindAddrs(rt, d); err != nil {
 		return err
 	}
 	if d.rulesPayload != "" {
@@ -57,27 +73,27 @@ func applyDelta(ctx context.Context, d *delta, family, backend string) error {
 	if err := removeServers(h, d); err != nil {
 		return err
 	}
-	if err := unbindAddrs(d); err != nil {
+	if err := unbindAddrs(rt, d); err != nil {
 		return err
 	}
-	return removeSets(d)
+	return removeSets(nf, d)
 }
 
 // addSets creates a delta's new ipsets and adds its members.
-func addSets(d *delta) error {
+func addSets(c *ipvsnetlink.Conn, d *delta) error {
 	for _, s := range d.newSets {
-		if err := createSet(s); err != nil {
+		if err := createSet(c, s); err != nil {
 			return err
 		}
 		for _, m := range s.Members {
-			if err := setMember(s, m.Text, true); err != nil {
+			if err := setMember(c, s, m.Text, true); err != nil {
 				return err
 			}
 		}
 	}
 	for _, name := range sortedKeys(d.addMembers) {
 		for _, m := range d.addMembers[name] {
-			if err := setMember(&IPSet{Name: name, Type: typeOfSet(name)}, m, true); err != nil {
+			if err := setMember(c, &IPSet{Name: name, Type: typeOfSet(name)}, m, true); err != nil {
 				return err
 			}
 		}
@@ -122,14 +138,14 @@ func addServers(h *mobyipvs.Handle, d *delta) error {
 
 // bindAddrs makes kube-ipvs0 when the delta binds or unbinds addresses,
 // and binds the delta's new ones.
-func bindAddrs(d *delta) error {
+func bindAddrs(c *ipvsnetlink.Conn, d *delta) error {
 	if len(d.addAddrs)+len(d.delAddrs) > 0 {
-		link, err := ensureDummy()
+		index, err := ensureDummy(c)
 		if err != nil {
 			return err
 		}
 		for _, a := range d.addAddrs {
-			if err := netlink.AddrAdd(link, addr(a)); err != nil && !errors.Is(err, syscall.EEXIST) {
+			if err := c.Addr(true, index, a); err != nil && !errors.Is(err, syscall.EEXIST) {
 				return fmt.Errorf("binding %s on %s: %w", a, Dummy, err)
 			}
 		}
@@ -155,14 +171,14 @@ func removeServers(h *mobyipvs.Handle, d *delta) error {
 }
 
 // unbindAddrs unbinds a delta's stale addresses from kube-ipvs0.
-func unbindAddrs(d *delta) error {
+func unbindAddrs(c *ipvsnetlink.Conn, d *delta) error {
 	if len(d.delAddrs) > 0 {
-		link, err := netlink.LinkByName(Dummy)
+		index, err := c.LinkIndex(Dummy)
 		if err != nil {
-			return fmt.Errorf("looking up %s: %w", Dummy, err)
+			return err
 		}
 		for _, a := range d.delAddrs {
-			if err := netlink.AddrDel(link, addr(a)); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) {
+			if err := c.Addr(false, index, a); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) {
 				return fmt.Errorf("unbinding %s from %s: %w", a, Dummy, err)
 			}
 		}
@@ -171,17 +187,17 @@ func unbindAddrs(d *delta) error {
 }
 
 // removeSets removes a delta's stale members and ipsets.
-func removeSets(d *delta) error {
+func removeSets(c *ipvsnetlink.Conn, d *delta) error {
 	for _, name := range sortedKeys(d.delMembers) {
 		for _, m := range d.delMembers[name] {
-			if err := setMember(&IPSet{Name: name, Type: typeOfSet(name)}, m, false); err != nil {
+			if err := setMember(c, &IPSet{Name: name, Type: typeOfSet(name)}, m, false); err != nil {
 				return err
 			}
 		}
 	}
 	for _, s := range d.delSets {
-		if err := netlink.IpsetDestroy(s.Name); err != nil && !errors.Is(err, syscall.ENOENT) {
-			return fmt.Errorf("destroying ipset %s: %w", s.Name, err)
+		if err := destroySet(c, s.Name); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -201,25 +217,17 @@ func ipvsHandle(d *delta) (*mobyipvs.Handle, error) {
 	return h, nil
 }
 
-// ensureDummy is kube-ipvs0, made as kube-proxy makes it (a dummy
-// interface) when it is missing.
-func ensureDummy() (netlink.Link, error) {
-	link, err := netlink.LinkByName(Dummy)
-	if err == nil {
-		return link, nil
+// ensureDummy is the index of kube-ipvs0, made as kube-proxy makes it
+// (a dummy interface) when it is missing.
+func ensureDummy(c *ipvsnetlink.Conn) (int, error) {
+	index, err := c.LinkIndex(Dummy)
+	if !errors.Is(err, ipvsnetlink.ErrNoLink) {
+		return index, err
 	}
-	var notFound netlink.LinkNotFoundError
-	if !errors.As(err, &notFound) {
-		return nil, fmt.Errorf("looking up %s: %w", Dummy, err)
+	if err := c.AddLink(Dummy, "dummy"); err != nil && !errors.Is(err, syscall.EEXIST) {
+		return 0, fmt.Errorf("creating %s: %w", Dummy, err)
 	}
-	if err := netlink.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: Dummy}}); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", Dummy, err)
-	}
-	return netlink.LinkByName(Dummy)
-}
-
-func addr(p netip.Prefix) *netlink.Addr {
-	return &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}}
+	return c.LinkIndex(Dummy)
 }
 
 // service is a virtual server as IPVS takes it, with the flags and
