@@ -63,7 +63,7 @@ func benchmarkReadAnalyze(b *testing.B, services int) {
 		model := analysis.PrepareModel(base.Cluster, "node1", "IPv4", "")
 		node := base.Nodes[0]
 		err := netns.Run(path, func() error {
-			for _, c := range []string{snapshot.CollectorIPTablesSave, snapshot.CollectorIP6TablesSave} {
+			for _, c := range []string{"iptables-save", "ip6tables-save"} {
 				d, err := read(c, "legacy")
 				if err != nil {
 					return err

@@ -21,13 +21,13 @@ func TestSplitBrainReadsBothCopies(t *testing.T) {
 	ns, _ := s.Node("node1")
 	var nft string
 	for _, d := range ns.Dumps {
-		if d.Collector == snapshot.CollectorIPTablesSave && d.Backend == "nf_tables" {
+		if d.Collector == "iptables-save" && d.Backend == "nf_tables" {
 			nft = d.Text
 		}
 	}
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
-		if d.Collector != snapshot.CollectorIPTablesSave {
+		if d.Collector != "iptables-save" {
 			continue
 		}
 		switch d.Backend {

@@ -20,7 +20,7 @@ func excerptOf(t *testing.T, grep string, edit func(string) string) *snapshot.Sn
 	}
 	n := &s.Nodes[0]
 	for i, d := range n.Dumps {
-		if d.Collector != snapshot.CollectorIPTablesSave || !strings.Contains(d.Text, "KUBE-SERVICES") {
+		if d.Collector != "iptables-save" || !strings.Contains(d.Text, "KUBE-SERVICES") {
 			continue
 		}
 		var lines []string

@@ -25,7 +25,7 @@ func TestGateFirewalldOnIPTablesNode(t *testing.T) {
 	with := func(table string) string {
 		fs := driftLab(t, func(_ *snapshot.Snapshot, ns *snapshot.NodeState) {
 			for i := range ns.Dumps {
-				if ns.Dumps[i].Collector == snapshot.CollectorNFTJSON {
+				if ns.Dumps[i].Collector == "nft-json" {
 					ns.Dumps[i].Text = table
 				}
 			}

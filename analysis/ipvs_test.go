@@ -12,7 +12,7 @@ import (
 // edited.
 func ipvsDrift(t *testing.T, edit func(string) string) []behavior.Finding {
 	t.Helper()
-	return ipvsDriftOf(t, snapshot.CollectorIPVS, edit)
+	return ipvsDriftOf(t, "ipvsadm", edit)
 }
 
 // ipvsDriftOf is the drift of the lab's ipvs node with its dump of
@@ -69,14 +69,14 @@ func TestIPVSWeight0(t *testing.T) {
 // keeps are no leftover, and a chain of iptables mode is, when a packet can
 // enter it; one that nothing leads to acts on nothing and is not reported.
 func TestIPVSLeftovers(t *testing.T) {
-	fs := ipvsDriftOf(t, snapshot.CollectorIPTablesSave, func(s string) string {
+	fs := ipvsDriftOf(t, "iptables-save", func(s string) string {
 		s = strings.Replace(s, ":KUBE-SERVICES - [0:0]\n", ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-ABCDEFGHIJKLMNOP - [0:0]\n", 1)
 		return strings.Replace(s, "\n-A KUBE-SERVICES ", "\n-A KUBE-SERVICES -d 10.96.99.99/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-ABCDEFGHIJKLMNOP\n-A KUBE-SERVICES ", 1)
 	})
 	if len(fs) != 1 || fs[0].Type != behavior.LeftoverRules || !strings.Contains(fs[0].Observed, "1 KUBE chains") {
 		t.Errorf("an iptables-mode chain on an ipvs node: %+v", fs)
 	}
-	fs = ipvsDriftOf(t, snapshot.CollectorIPTablesSave, func(s string) string {
+	fs = ipvsDriftOf(t, "iptables-save", func(s string) string {
 		return strings.Replace(s, ":KUBE-SERVICES - [0:0]\n", ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-ABCDEFGHIJKLMNOP - [0:0]\n", 1)
 	})
 	if len(fs) != 0 {

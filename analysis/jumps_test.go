@@ -23,7 +23,7 @@ func TestFlushFoldsItsConsequences(t *testing.T) {
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
 		switch {
-		case d.Collector == snapshot.CollectorIPTablesSave && d.Backend == "nf_tables" && d.Family != "IPv6":
+		case d.Collector == "iptables-save" && d.Backend == "nf_tables" && d.Family != "IPv6":
 			var kept []string
 			table := ""
 			for _, l := range strings.Split(d.Text, "\n") {

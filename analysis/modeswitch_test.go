@@ -44,9 +44,9 @@ func TestModeSwitchLeftoversOnce(t *testing.T) {
 	for i := range s.Nodes[0].Dumps {
 		d := &s.Nodes[0].Dumps[i]
 		switch {
-		case d.Collector == snapshot.CollectorIPTablesSave && d.Backend == "nf_tables":
+		case d.Collector == "iptables-save" && d.Backend == "nf_tables":
 			d.Text = iptablesModeLeft
-		case d.Collector == snapshot.CollectorNFTJSON:
+		case d.Collector == "nft-json":
 			var doc struct {
 				NFTables []json.RawMessage `json:"nftables"`
 			}
@@ -72,7 +72,7 @@ func TestModeSwitchLeftoversOnce(t *testing.T) {
 	}
 	// Without the iptables dump, the nftables dump alone tells it.
 	for i := range s.Nodes[0].Dumps {
-		if d := &s.Nodes[0].Dumps[i]; d.Collector == snapshot.CollectorIPTablesSave && d.Backend == "nf_tables" {
+		if d := &s.Nodes[0].Dumps[i]; d.Collector == "iptables-save" && d.Backend == "nf_tables" {
 			s.Nodes[0].Dumps = append(s.Nodes[0].Dumps[:i], s.Nodes[0].Dumps[i+1:]...)
 			break
 		}

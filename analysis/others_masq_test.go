@@ -56,7 +56,7 @@ func iptablesDriftOf(t *testing.T, edit func(string) string) *DriftReport {
 	}
 	ns, _ := s.Node("node1")
 	for i := range ns.Dumps {
-		if d := &ns.Dumps[i]; d.Collector == snapshot.CollectorIPTablesSave && d.Backend == "nf_tables" {
+		if d := &ns.Dumps[i]; d.Collector == "iptables-save" && d.Backend == "nf_tables" {
 			before := d.Text
 			if d.Text = edit(before); d.Text == before {
 				t.Fatal("the edit changed nothing")

@@ -22,7 +22,7 @@ func TestDropAfterTranslation(t *testing.T) {
 	n := &s.Nodes[0]
 	edited := false
 	for i, d := range n.Dumps {
-		if d.Collector != snapshot.CollectorIPTablesSave || !strings.Contains(d.Text, "KUBE-SERVICES") {
+		if d.Collector != "iptables-save" || !strings.Contains(d.Text, "KUBE-SERVICES") {
 			continue
 		}
 		before, filter, ok := strings.Cut(d.Text, "*filter\n")

@@ -33,8 +33,8 @@ func indexedNodes() *snapshot.Snapshot {
 	text := n1.Dumps[0].Text
 	n1.Dumps[0].Index = []byte(indexMarker + "-1-0\x00\x01\x02")
 	n1.Dumps = append(n1.Dumps,
-		snapshot.Dump{Collector: snapshot.CollectorIP6TablesSave, Family: "IPv6", Backend: "nf_tables", Text: "*filter\nCOMMIT\n"},
-		snapshot.Dump{Collector: snapshot.CollectorIPTablesSave, Family: "IPv4", Backend: "legacy", Text: text,
+		snapshot.Dump{Collector: "ip6tables-save", Family: "IPv6", Backend: "nf_tables", Text: "*filter\nCOMMIT\n"},
+		snapshot.Dump{Collector: "iptables-save", Family: "IPv4", Backend: "legacy", Text: text,
 			Index: []byte(indexMarker + "-1-2 longer than the other one")})
 	s.Nodes = append(s.Nodes,
 		snapshot.NodeState{Name: "node2", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorConntrack, Text: "conntrack\n"}}},

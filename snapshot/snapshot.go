@@ -76,28 +76,17 @@ type NodeState struct {
 	Dumps []Dump `json:"dumps"`
 }
 
-// Collector names for Dump.Collector.
-const (
-	CollectorIPTablesSave  = "iptables-save"
-	CollectorIP6TablesSave = "ip6tables-save"
-	// CollectorNFTJSON is the output of nft -j list ruleset.
-	CollectorNFTJSON = "nft-json"
-	// CollectorConntrack is conntrack entries in the text form of
-	// conntrack -L -o extended (or /proc/net/nf_conntrack).
-	CollectorConntrack = "conntrack"
-	// CollectorIPVS is the IPVS table: ipvsadm -Ln or ipvsadm-save -n.
-	CollectorIPVS = "ipvsadm"
-	// CollectorIPSet is the ipsets: ipset save (or ipset list).
-	CollectorIPSet = "ipset"
-	// CollectorKubeIPVS0 is the addresses on the kube-ipvs0 interface of
-	// ipvs mode: ip addr show dev kube-ipvs0 (or ip -j addr show).
-	CollectorKubeIPVS0 = "kube-ipvs0"
-)
+// CollectorConntrack names a dump of the connection table, which belongs
+// to no data plane: conntrack entries in the text form of conntrack -L -o
+// extended (or /proc/net/nf_conntrack). Each plane names its own dumps
+// (dataplane.Declarer).
+const CollectorConntrack = "conntrack"
 
 // Dump is one collector output, verbatim.
 type Dump struct {
-	// Collector is what produced it: iptables-save, ip6tables-save,
-	// nft-json, conntrack, ...
+	// Collector names the kind of dump: conntrack, or a name a data plane
+	// declares (iptables-save, ip6tables-save, nft-json, ipvsadm, ipset,
+	// kube-ipvs0).
 	Collector string `json:"collector"`
 	// Family is IPv4 or IPv6 where it applies.
 	Family string `json:"family,omitempty"`

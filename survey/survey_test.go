@@ -199,7 +199,7 @@ func TestUncheckedMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Nodes = []snapshot.NodeState{{Name: "node1", KubeProxy: snapshot.ProxyConfig{Mode: "ipvs"},
-		Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPVS, Text: string(table)}}}}
+		Dumps: []snapshot.Dump{{Collector: "ipvsadm", Text: string(table)}}}}
 	v := survey.New(s, "ipvs", survey.Options{})
 	if _, err := v.Drift(); err == nil || !strings.Contains(err.Error(), "drift in ipvs mode is not checked") {
 		t.Errorf("drift: %v", err)

@@ -43,7 +43,7 @@ func TestExplainIPVSWithObjects(t *testing.T) {
 				}}},
 		},
 		Nodes: []snapshot.NodeState{{Name: "minikube", KubeProxy: snapshot.ProxyConfig{Mode: "ipvs"},
-			Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPVS, Text: string(data)}}}}}
+			Dumps: []snapshot.Dump{{Collector: "ipvsadm", Text: string(data)}}}}}
 	a, err := analysis.Analyze(s, "minikube", "IPv4")
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 func bareSnapshot(t *testing.T, text, table string) *snapshot.Snapshot {
 	t.Helper()
 	return &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
-		Nodes: []snapshot.NodeState{{Name: "n1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPTablesSave, Family: "IPv4", Table: table, Text: text}}}}}
+		Nodes: []snapshot.NodeState{{Name: "n1", Dumps: []snapshot.Dump{{Collector: "iptables-save", Family: "IPv4", Table: table, Text: text}}}}}
 }
 
 func explainBare(t *testing.T, text, ref string) *trace.ExplainReport {

@@ -3,8 +3,6 @@ package tui
 import (
 	"strings"
 	"testing"
-
-	"github.com/svctrace/svctrace/snapshot"
 )
 
 // TestControlCharactersEscaped: a rule comment holding terminal
@@ -19,7 +17,7 @@ func TestControlCharactersEscaped(t *testing.T) {
 	edited := 0
 	for i := range s.Nodes {
 		for j := range s.Nodes[i].Dumps {
-			if d := &s.Nodes[i].Dumps[j]; d.Collector == snapshot.CollectorIPTablesSave && strings.Contains(d.Text, comment) {
+			if d := &s.Nodes[i].Dumps[j]; d.Collector == "iptables-save" && strings.Contains(d.Text, comment) {
 				d.Text, d.Index = strings.ReplaceAll(d.Text, comment, evil), nil
 				edited++
 			}

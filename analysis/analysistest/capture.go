@@ -49,7 +49,7 @@ func Node1(t testing.TB, api func(c *snapshot.Cluster)) *analysis.NodeAnalysis {
 	}
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind, Cluster: c,
 		Metadata: snapshot.Metadata{CreationTimestamp: time.Now()},
-		Nodes:    []snapshot.NodeState{{Name: "node1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPTablesSave, Family: "IPv4", Text: string(dump)}}}}}
+		Nodes:    []snapshot.NodeState{{Name: "node1", Dumps: []snapshot.Dump{{Collector: "iptables-save", Family: "IPv4", Text: string(dump)}}}}}
 	a, err := analysis.Analyze(s, "node1", "IPv4")
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func (sc *scenario) editRules(s *snapshot.Snapshot, c capture, section, data str
 		return err
 	}
 	var text string
-	if d.Collector == snapshot.CollectorNFTJSON {
+	if d.Collector == "nft-json" {
 		text, err = editNFT(d.Text, edits)
 	} else {
 		text, err = editIPTables(d.Text, edits)
@@ -120,9 +120,9 @@ func (c capture) nodeName() string {
 func (c capture) dumpOf(s *snapshot.Snapshot) (*snapshot.Dump, error) {
 	node, want := c.nodeName(), c.dump
 	if c.dumpFile != "" {
-		want = snapshot.CollectorIPTablesSave
+		want = "iptables-save"
 		if strings.HasSuffix(c.dumpFile, ".nft.json") {
-			want = snapshot.CollectorNFTJSON
+			want = "nft-json"
 		}
 	}
 	collector, backend, _ := strings.Cut(want, "@")

@@ -15,7 +15,7 @@ import (
 // iptables-save dump of node n (nil: not digested).
 func digestOf(t testing.TB, text string) []byte {
 	t.Helper()
-	ns := snapshot.NodeState{Name: "n", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPTablesSave, Text: text}}}
+	ns := snapshot.NodeState{Name: "n", Dumps: []snapshot.Dump{{Collector: CollectorSave, Text: text}}}
 	data, err := Loader{}.IndexDump(&ns, &ns.Dumps[0])
 	if err != nil {
 		t.Fatalf("IndexDump: %v", err)

@@ -89,13 +89,13 @@ func (Loader) IndexDump(ns *snapshot.NodeState, d *snapshot.Dump) ([]byte, error
 // dumpFamily is the IP family of an iptables dump; false for a dump of
 // another collector.
 func dumpFamily(d *snapshot.Dump) (string, bool) {
-	if d.Collector != snapshot.CollectorIPTablesSave && d.Collector != snapshot.CollectorIP6TablesSave {
+	if d.Collector != CollectorSave && d.Collector != CollectorSave6 {
 		return "", false
 	}
 	if d.Family != "" {
 		return d.Family, true
 	}
-	if d.Collector == snapshot.CollectorIP6TablesSave {
+	if d.Collector == CollectorSave6 {
 		return "IPv6", true
 	}
 	return "IPv4", true
@@ -239,8 +239,8 @@ func (Loader) Dumps() []dataplane.DumpKind {
 			}}
 	}
 	return []dataplane.DumpKind{
-		kind(snapshot.CollectorIPTablesSave, "IPv4", "iptables", "iptables-save", "Import: iptables-save output (or iptables -S lines) of the node"),
-		kind(snapshot.CollectorIP6TablesSave, "IPv6", "ip6tables", "ip6tables-save", "Import: ip6tables-save output of the node"),
+		kind(CollectorSave, "IPv4", "iptables", "iptables-save", "Import: iptables-save output (or iptables -S lines) of the node"),
+		kind(CollectorSave6, "IPv6", "ip6tables", "ip6tables-save", "Import: ip6tables-save output of the node"),
 	}
 }
 

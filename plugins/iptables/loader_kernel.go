@@ -17,11 +17,11 @@ const LegacySource = "x_tables (getsockopt)"
 // at once, where the tool takes several times as long to print them. The
 // nf_tables backend is left to its tool.
 func (Loader) ReadKernel(collector, backend string) (snapshot.Dump, error) {
-	if backend != "legacy" || (collector != snapshot.CollectorIPTablesSave && collector != snapshot.CollectorIP6TablesSave) {
+	if backend != "legacy" || (collector != CollectorSave && collector != CollectorSave6) {
 		return snapshot.Dump{}, fmt.Errorf("iptables: no kernel read stands for %s (%s)", collector, backend)
 	}
 	d := snapshot.Dump{Collector: collector, Family: famIPv4, Backend: backend}
-	if collector == snapshot.CollectorIP6TablesSave {
+	if collector == CollectorSave6 {
 		d.Family = famIPv6
 	}
 	text, err := ReadLegacy(d.Family)

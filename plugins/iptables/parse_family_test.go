@@ -17,13 +17,13 @@ func TestDumpOfTheOtherFamily(t *testing.T) {
 		name, file, collector, family string
 		want                          []string
 	}{
-		{"ip6tables-save given as IPv4", v6dir + "node1.ip6tables-save.txt", snapshot.CollectorIPTablesSave, "IPv4",
+		{"ip6tables-save given as IPv4", v6dir + "node1.ip6tables-save.txt", CollectorSave, "IPv4",
 			[]string{v6dir + "node1.ip6tables-save.txt:1:1: ", "the header names ip6tables-save: an IPv6 dump, given as IPv4; give it as the IPv6 dump"}},
 		// Only the header says IPv6: the shape of a single-stack node's
 		// ip6tables dump, which read as IPv4 lacked every Service.
-		{"ip6tables-save without addresses given as IPv4", v6dir + "node1-no-addresses.ip6tables-save.txt", snapshot.CollectorIPTablesSave, "IPv4",
+		{"ip6tables-save without addresses given as IPv4", v6dir + "node1-no-addresses.ip6tables-save.txt", CollectorSave, "IPv4",
 			[]string{"node1-no-addresses.ip6tables-save.txt:1:1: ", "an IPv6 dump, given as IPv4"}},
-		{"iptables-save given as IPv6", ptNode1, snapshot.CollectorIP6TablesSave, "IPv6",
+		{"iptables-save given as IPv6", ptNode1, CollectorSave6, "IPv6",
 			[]string{ptNode1 + ":1:1: ", "the header names iptables-save: an IPv4 dump, given as IPv6; give it as the IPv4 dump"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -65,7 +65,7 @@ func TestChecks(t *testing.T) {
 		edit            func(string) string
 		typ, frontend   string
 	}{
-		{"a virtual address gone from kube-ipvs0", snapshot.CollectorKubeIPVS0,
+		{"a virtual address gone from kube-ipvs0", CollectorKubeIPVS0,
 			func(s string) string {
 				var kept []string
 				for _, l := range strings.Split(s, "\n") {
@@ -75,20 +75,20 @@ func TestChecks(t *testing.T) {
 				}
 				return strings.Join(kept, "\n")
 			}, behavior.MissingVIPAddress, "ClusterIP 10.96.50.11:80/TCP"},
-		{"an address on kube-ipvs0 no virtual server has", snapshot.CollectorKubeIPVS0,
+		{"an address on kube-ipvs0 no virtual server has", CollectorKubeIPVS0,
 			add("4: kube-ipvs0    inet 10.96.50.99/32 scope global kube-ipvs0"), behavior.ExtraVIPAddress, ""},
-		{"a ClusterIP gone from KUBE-CLUSTER-IP", snapshot.CollectorIPSet,
+		{"a ClusterIP gone from KUBE-CLUSTER-IP", CollectorIPSet,
 			drop("add KUBE-CLUSTER-IP 10.96.50.10,tcp:80"), behavior.MissingSetMember, "ClusterIP 10.96.50.10:80/TCP"},
-		{"a NodePort gone from KUBE-NODE-PORT-TCP", snapshot.CollectorIPSet,
+		{"a NodePort gone from KUBE-NODE-PORT-TCP", CollectorIPSet,
 			drop("add KUBE-NODE-PORT-TCP 30080"), behavior.MissingSetMember, "NodePort 10.0.2.15:30080/TCP"},
-		{"a ClusterIP no virtual server has", snapshot.CollectorIPSet,
+		{"a ClusterIP no virtual server has", CollectorIPSet,
 			add("add KUBE-CLUSTER-IP 10.96.99.99,tcp:80"), behavior.StaleSetMember, ""},
-		{"a virtual server's scheduler changed by hand", snapshot.CollectorIPVS,
+		{"a virtual server's scheduler changed by hand", CollectorIPVS,
 			func(s string) string {
 				return strings.Replace(s, "TCP  10.96.50.12:80 rr\n", "TCP  10.96.50.12:80 wrr\n", 1)
 			},
 			behavior.SchedulerMismatch, "ClusterIP 10.96.50.12:80/TCP"},
-		{"a virtual address gone from KUBE-IPVS-IPS", snapshot.CollectorIPSet,
+		{"a virtual address gone from KUBE-IPVS-IPS", CollectorIPSet,
 			drop("add KUBE-IPVS-IPS 10.96.50.13"), behavior.MissingSetMember, ""},
 	} {
 		ns := labNode(t)
@@ -108,7 +108,7 @@ func TestChecks(t *testing.T) {
 // checked, and says so; its walk is the IPVS table's alone.
 func TestUncheckedWithoutSets(t *testing.T) {
 	ns := labNode(t)
-	ns.Dumps = slices.DeleteFunc(ns.Dumps, func(d snapshot.Dump) bool { return d.Collector == snapshot.CollectorIPSet })
+	ns.Dumps = slices.DeleteFunc(ns.Dumps, func(d snapshot.Dump) bool { return d.Collector == CollectorIPSet })
 	pl, err := Loader{}.Load(ns, "IPv4")
 	if err != nil {
 		t.Fatal(err)
@@ -140,12 +140,12 @@ func TestNodePortsFromTheTableAlone(t *testing.T) {
 	if notes := pl.Notes(); slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "taken for a NodePort") }) {
 		t.Errorf("the whole state guesses: %q", notes)
 	}
-	ns.Dumps = slices.DeleteFunc(ns.Dumps, func(d snapshot.Dump) bool { return d.Collector != snapshot.CollectorIPVS })
+	ns.Dumps = slices.DeleteFunc(ns.Dumps, func(d snapshot.Dump) bool { return d.Collector != CollectorIPVS })
 	ns.Addresses = nil
 	// Older releases also opened NodePorts on 127.0.0.1 in ipvs mode (a
 	// table pasted in a ticket shows 127.0.0.1:30449): the same virtual
 	// server there.
-	edit(t, ns, snapshot.CollectorIPVS, func(s string) string {
+	edit(t, ns, CollectorIPVS, func(s string) string {
 		return strings.Replace(s, "TCP  10.0.2.15:30080 rr", "TCP  127.0.0.1:30080 rr\nTCP  10.0.2.15:30080 rr", 1)
 	})
 	whole["127.0.0.1:30080"] = behavior.NodePort

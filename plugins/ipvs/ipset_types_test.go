@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/svctrace/svctrace/snapshot"
 )
 
 // TestIPSetTypeDamaged reads the lab's real ipset dump with the type of
@@ -25,7 +23,7 @@ func TestIPSetTypeDamaged(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := labNode(t)
-			edit(t, ns, snapshot.CollectorIPSet, func(s string) string { return create.ReplaceAllLiteralString(s, c.line) })
+			edit(t, ns, CollectorIPSet, func(s string) string { return create.ReplaceAllLiteralString(s, c.line) })
 			_, err := Loader{}.Load(ns, "IPv4")
 			if err == nil {
 				t.Fatal("no error")

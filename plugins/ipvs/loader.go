@@ -36,7 +36,7 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 	var p *Plane
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
-		if d.Collector != snapshot.CollectorIPVS {
+		if d.Collector != CollectorIPVS {
 			continue
 		}
 		t, err := Parse(d.Text)
@@ -71,7 +71,7 @@ func loadShown(ns *snapshot.NodeState, family string) (dataplane.Plane, error) {
 	has := false
 	for i := range ns.Dumps {
 		c := ns.Dumps[i].Collector
-		has = has || c == snapshot.CollectorIPSet || c == snapshot.CollectorKubeIPVS0
+		has = has || c == CollectorIPSet || c == CollectorKubeIPVS0
 	}
 	if !has {
 		return nil, nil
@@ -99,7 +99,7 @@ func (p *Plane) loadRest(ns *snapshot.NodeState) error {
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
 		switch d.Collector {
-		case snapshot.CollectorIPSet:
+		case CollectorIPSet:
 			parse := ParseIPSets
 			if p.noTable {
 				parse = parseShownSets
@@ -115,7 +115,7 @@ func (p *Plane) loadRest(ns *snapshot.NodeState) error {
 			for name, set := range sets.Sets {
 				p.sets.Sets[name] = set
 			}
-		case snapshot.CollectorKubeIPVS0:
+		case CollectorKubeIPVS0:
 			ifs, err := ParseIfAddrs(d.Text)
 			if err != nil {
 				return dumpError(ns.Name, d, err)
@@ -162,11 +162,11 @@ func dumpError(node string, d *snapshot.Dump, err error) error {
 // iptables rules themselves are the iptables plane's dumps).
 func (Loader) Dumps() []dataplane.DumpKind {
 	return []dataplane.DumpKind{
-		{Collector: snapshot.CollectorIPVS, Flag: "ipvsadm", Help: "Import: the node's IPVS table (ipvsadm -Ln or ipvsadm-save -n, numeric)",
+		{Collector: CollectorIPVS, Flag: "ipvsadm", Help: "Import: the node's IPVS table (ipvsadm -Ln or ipvsadm-save -n, numeric)",
 			Tools: []dataplane.DumpTool{{What: "the IPVS table", Argv: []string{"ipvsadm", "-Ln"}}}},
-		{Collector: snapshot.CollectorIPSet, Flag: "ipset", Help: "Import: the node's ipsets (ipset save or ipset list), for ipvs mode", Optional: true,
+		{Collector: CollectorIPSet, Flag: "ipset", Help: "Import: the node's ipsets (ipset save or ipset list), for ipvs mode", Optional: true,
 			Tools: []dataplane.DumpTool{{What: "the ipset state", Argv: []string{"ipset", "save"}}}},
-		{Collector: snapshot.CollectorKubeIPVS0, Flag: "kube-ipvs0", Help: "Import: the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0, or ip -j addr show), for ipvs mode",
+		{Collector: CollectorKubeIPVS0, Flag: "kube-ipvs0", Help: "Import: the addresses on kube-ipvs0 (ip addr show dev kube-ipvs0, or ip -j addr show), for ipvs mode",
 			Tools: []dataplane.DumpTool{{What: "kube-ipvs0's address list", Argv: []string{"ip", "addr", "show", "dev", "kube-ipvs0"}}}},
 	}
 }

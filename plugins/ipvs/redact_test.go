@@ -43,7 +43,7 @@ func TestParseRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(loadShownOf(t, "IPv4", snapshot.CollectorIPVS, redactedTable).Unchecked(), "redacted 2 of") {
+	if !strings.Contains(loadShownOf(t, "IPv4", CollectorIPVS, redactedTable).Unchecked(), "redacted 2 of") {
 		t.Error("the loader lost the redactions")
 	}
 	if len(tb.Virtuals) != 2 || tb.Virtuals[0].Key() != "TCP 10.8.9.0:30394" || len(tb.Virtuals[0].Reals) != 1 {
@@ -105,7 +105,7 @@ func FuzzLoadShown(f *testing.F) {
 	f.Add(sealosSets)
 	f.Add("create KUBE-NODE-PORT-TCP bitmap:port range 0-65535\nadd KUBE-NODE-PORT-TCP 30000-30010\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		ns := &snapshot.NodeState{Name: "n1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPSet, Text: text}}}
+		ns := &snapshot.NodeState{Name: "n1", Dumps: []snapshot.Dump{{Collector: CollectorIPSet, Text: text}}}
 		pl, err := Loader{}.Load(ns, "IPv4")
 		if err != nil || pl == nil {
 			return

@@ -68,7 +68,7 @@ Members:
 // that go on in the IPVS table not given (an unknown outcome, the member
 // as its rule), and a listing cut short keeps what it shows, with a note.
 func TestShownSets(t *testing.T) {
-	p := loadShownOf(t, "IPv4", snapshot.CollectorIPSet, sealosSets)
+	p := loadShownOf(t, "IPv4", CollectorIPSet, sealosSets)
 	want := []string{"ClusterIP 10.68.135.246:39080/TCP", "ClusterIP 10.68.0.10:53/UDP", "ClusterIP 10.68.0.10:53/TCP"}
 	if got := keysOf(p); !slices.Equal(got, want) {
 		t.Errorf("frontends %v, want %v", got, want)
@@ -106,7 +106,7 @@ func TestShownSets(t *testing.T) {
 // TestShownNodePorts: NodePort sets give NodePorts on every node address
 // (bitmap:port) or on one (the SCTP hash set); LOCAL subsets add nothing.
 func TestShownNodePorts(t *testing.T) {
-	p := loadShownOf(t, "IPv4", snapshot.CollectorIPSet, `create KUBE-NODE-PORT-TCP bitmap:port range 0-65535
+	p := loadShownOf(t, "IPv4", CollectorIPSet, `create KUBE-NODE-PORT-TCP bitmap:port range 0-65535
 add KUBE-NODE-PORT-TCP 30080
 create KUBE-NODE-PORT-LOCAL-TCP bitmap:port range 0-65535
 add KUBE-NODE-PORT-LOCAL-TCP 30080
@@ -135,7 +135,7 @@ create KUBE-EXTERNAL-IP hash:ip,port family inet hashsize 1024 maxelem 65536
 // TestShownOtherFamily: testdata/wild/29's IPv6 sets, all empty, asked
 // for IPv4: no frontend, and notes that say why.
 func TestShownOtherFamily(t *testing.T) {
-	p := loadShownOf(t, "IPv4", snapshot.CollectorIPSet, `Name: KUBE-HEALTH-CHECK-NODE-PORT
+	p := loadShownOf(t, "IPv4", CollectorIPSet, `Name: KUBE-HEALTH-CHECK-NODE-PORT
 Type: bitmap:port
 Revision: 3
 Header: range 0-65535
@@ -162,7 +162,7 @@ Members:
 	if !hasNote(p, "KUBE-6-CLUSTER-IP are kube-proxy's IPv6 sets (0 members in all)") || !hasNote(p, "none of kube-proxy's IPv4 sets of Service frontends") {
 		t.Errorf("notes: %q", p.Notes())
 	}
-	if p6 := loadShownOf(t, "IPv6", snapshot.CollectorIPSet, "create KUBE-6-CLUSTER-IP hash:ip,port family inet6\nadd KUBE-6-CLUSTER-IP fd00::1,tcp:443\n"); !slices.Equal(keysOf(p6), []string{"ClusterIP fd00::1:443/TCP"}) {
+	if p6 := loadShownOf(t, "IPv6", CollectorIPSet, "create KUBE-6-CLUSTER-IP hash:ip,port family inet6\nadd KUBE-6-CLUSTER-IP fd00::1,tcp:443\n"); !slices.Equal(keysOf(p6), []string{"ClusterIP fd00::1:443/TCP"}) {
 		t.Errorf("IPv6 frontends %v", keysOf(p6))
 	}
 }
@@ -171,7 +171,7 @@ Members:
 // addresses are no frontend (no port), but a note names each, and the
 // "..." of the ticket is read.
 func TestShownKubeIPVS0(t *testing.T) {
-	p := loadShownOf(t, "IPv4", snapshot.CollectorKubeIPVS0, `...
+	p := loadShownOf(t, "IPv4", CollectorKubeIPVS0, `...
 4: kube-ipvs0: <BROADCAST,NOARP> mtu 1500 qdisc noop state DOWN group default
     link/ether c2:18:64:e5:f3:02 brd ff:ff:ff:ff:ff:ff
     inet 10.49.0.10/32 brd 10.49.0.10 scope global kube-ipvs0
@@ -192,8 +192,8 @@ func TestShownKubeIPVS0(t *testing.T) {
 		t.Errorf("leftovers without a table: %v", f)
 	}
 	// With the sets, an address they show ports of is said by those.
-	p = loadShownOf(t, "IPv4", snapshot.CollectorKubeIPVS0, "4: kube-ipvs0: <BROADCAST,NOARP> mtu 1500\n    inet 10.49.0.10/32 scope global kube-ipvs0\n    inet 10.49.0.1/32 scope global kube-ipvs0\n",
-		snapshot.CollectorIPSet, "create KUBE-CLUSTER-IP hash:ip,port family inet\nadd KUBE-CLUSTER-IP 10.49.0.1,tcp:443\n")
+	p = loadShownOf(t, "IPv4", CollectorKubeIPVS0, "4: kube-ipvs0: <BROADCAST,NOARP> mtu 1500\n    inet 10.49.0.10/32 scope global kube-ipvs0\n    inet 10.49.0.1/32 scope global kube-ipvs0\n",
+		CollectorIPSet, "create KUBE-CLUSTER-IP hash:ip,port family inet\nadd KUBE-CLUSTER-IP 10.49.0.1,tcp:443\n")
 	if !hasNote(p, "kube-ipvs0 holds 10.49.0.10:") || hasNote(p, "10.49.0.1:") || !slices.Equal(keysOf(p), []string{"ClusterIP 10.49.0.1:443/TCP"}) {
 		t.Errorf("frontends %v, notes %q", keysOf(p), p.Notes())
 	}
@@ -202,7 +202,7 @@ func TestShownKubeIPVS0(t *testing.T) {
 // TestShownLoopBack: testdata/wild/46's KUBE-LOOP-BACK names the node's
 // endpoints, each once, in a note; they are no frontend.
 func TestShownLoopBack(t *testing.T) {
-	p := loadShownOf(t, "IPv4", snapshot.CollectorIPSet, `create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536
+	p := loadShownOf(t, "IPv4", CollectorIPSet, `create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536
 add KUBE-CLUSTER-IP 10.96.0.10,udp:53
 create KUBE-LOOP-BACK hash:ip,port,ip family inet hashsize 1024 maxelem 65536
 add KUBE-LOOP-BACK 185.113.124.205,tcp:6443,185.113.124.205

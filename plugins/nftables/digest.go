@@ -67,7 +67,7 @@ var _ dataplane.DumpIndexer = Loader{}
 // IndexDump digests the node's nft JSON dump d; nil for a dump of another
 // collector, and for a document a narrow read parses in full anyway.
 func (Loader) IndexDump(ns *snapshot.NodeState, d *snapshot.Dump) ([]byte, error) {
-	if d.Collector != snapshot.CollectorNFTJSON || d.Text == "" {
+	if d.Collector != CollectorJSON || d.Text == "" {
 		return nil, nil
 	}
 	data := unsafe.Slice(unsafe.StringData(d.Text), len(d.Text))

@@ -24,7 +24,7 @@ func (Loader) LoadNarrow(ns *snapshot.NodeState, family string) (dataplane.Plane
 	var p dataplane.Plane
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
-		if d.Collector != snapshot.CollectorNFTJSON {
+		if d.Collector != CollectorJSON {
 			continue
 		}
 		if rs, ok := d.Parsed.(*Ruleset); ok {

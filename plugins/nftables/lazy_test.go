@@ -50,7 +50,7 @@ func narrowInputs(t *testing.T) map[string]string {
 		}
 		for _, n := range s.Nodes {
 			for _, d := range n.Dumps {
-				if d.Collector == snapshot.CollectorNFTJSON {
+				if d.Collector == CollectorJSON {
 					in[filepath.Base(f)+" "+n.Name] = d.Text
 				}
 			}
@@ -93,7 +93,7 @@ func variants(t *testing.T, good string) map[string]string {
 }
 
 func nodeWith(text string) *snapshot.NodeState {
-	return &snapshot.NodeState{Name: "node1", Dumps: []snapshot.Dump{{Collector: snapshot.CollectorNFTJSON, Origin: "ruleset.json", Text: text}}}
+	return &snapshot.NodeState{Name: "node1", Dumps: []snapshot.Dump{{Collector: CollectorJSON, Origin: "ruleset.json", Text: text}}}
 }
 
 // loadBoth reads a dump in full and narrowly.

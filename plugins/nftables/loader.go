@@ -27,7 +27,7 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 	var p dataplane.Plane
 	for i := range ns.Dumps {
 		d := &ns.Dumps[i]
-		if d.Collector != snapshot.CollectorNFTJSON {
+		if d.Collector != CollectorJSON {
 			continue
 		}
 		rs, err := parsed(ns, d)
@@ -42,18 +42,15 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 }
 
 // withIptablesNFT tells the plane p (when there is one) whether the node's
-// state holds an iptables-save dump of the nf_tables backend for family.
+// state holds a dump of family read from iptables' nf_tables backend (the
+// iptables plane's; only its dumps name a backend).
 func withIptablesNFT(p dataplane.Plane, ns *snapshot.NodeState, family string) dataplane.Plane {
 	pl, ok := p.(*Plane)
 	if !ok {
 		return p
 	}
-	collector := snapshot.CollectorIPTablesSave
-	if family == "IPv6" {
-		collector = snapshot.CollectorIP6TablesSave
-	}
 	for _, d := range ns.Dumps {
-		if d.Collector == collector && d.Backend == "nf_tables" {
+		if d.Family == family && d.Backend == "nf_tables" {
 			pl.iptablesNFT = true
 		}
 	}
@@ -105,7 +102,7 @@ func (p *Plane) Conflicts(string) []behavior.Finding { return nil }
 // every family, as nft -j prints it (its text form imports too).
 func (Loader) Dumps() []dataplane.DumpKind {
 	return []dataplane.DumpKind{{
-		Collector: snapshot.CollectorNFTJSON, Flag: "nft-json",
+		Collector: CollectorJSON, Flag: "nft-json",
 		Help:  "Import: the node's nftables ruleset: nft -j list ruleset (JSON) or nft list ruleset (text), either form",
 		Tools: []dataplane.DumpTool{{What: "the nftables ruleset", Argv: []string{"nft", "-j", "list", "ruleset"}}},
 	}}

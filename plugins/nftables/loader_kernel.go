@@ -38,7 +38,7 @@ func (r cachedReader) ReadKernel(collector, _ string) (snapshot.Dump, error) {
 }
 
 func readKernel(collector string, cache *ElementCache) (snapshot.Dump, error) {
-	if collector != snapshot.CollectorNFTJSON {
+	if collector != CollectorJSON {
 		return snapshot.Dump{}, fmt.Errorf("nftables: no netlink read stands for %s", collector)
 	}
 	failed := snapshot.Dump{Collector: collector}

@@ -34,7 +34,7 @@ func (Loader) PlanRepair(in dataplane.RepairInput) (*dataplane.RepairPlan, bool,
 	}
 	var dump *snapshot.Dump
 	for i := range in.State.Dumps {
-		if in.State.Dumps[i].Collector == snapshot.CollectorNFTJSON {
+		if in.State.Dumps[i].Collector == CollectorJSON {
 			dump = &in.State.Dumps[i]
 		}
 	}

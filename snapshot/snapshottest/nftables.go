@@ -18,7 +18,7 @@ func NodeNFTables(services, endpoints int) *snapshot.Snapshot {
 	n := &s.Nodes[0]
 	n.KubeProxy = snapshot.ProxyConfig{Mode: "nftables", Version: "v1.36.3", ClusterCIDRs: []string{"10.244.0.0/16"},
 		NodePortAddresses: []string{"primary"}, Source: "flags"}
-	n.Dumps = []snapshot.Dump{{Collector: snapshot.CollectorNFTJSON, Origin: "nft -j list ruleset",
+	n.Dumps = []snapshot.Dump{{Collector: "nft-json", Origin: "nft -j list ruleset",
 		Text: NFTablesJSON(services, endpoints)}}
 	return s
 }

@@ -25,7 +25,7 @@ func labNode1(t testing.TB) []map[string]any {
 		t.Fatal("no node1 in the lab snapshot")
 	}
 	for _, d := range ns.Dumps {
-		if d.Collector == snapshot.CollectorNFTJSON {
+		if d.Collector == "nft-json" {
 			return decodeNFT(t, d.Text)
 		}
 	}
@@ -228,7 +228,7 @@ func TestNFTablesJSONContent(t *testing.T) {
 func TestNodeNFTables(t *testing.T) {
 	s := NodeNFTables(4, 2)
 	n := s.Nodes[0]
-	if n.KubeProxy.Mode != "nftables" || len(n.Dumps) != 1 || n.Dumps[0].Collector != snapshot.CollectorNFTJSON {
+	if n.KubeProxy.Mode != "nftables" || len(n.Dumps) != 1 || n.Dumps[0].Collector != "nft-json" {
 		t.Fatalf("node1: mode %q, dumps %+v", n.KubeProxy.Mode, n.Dumps)
 	}
 	if !bytes.Equal([]byte(n.Dumps[0].Text), []byte(NFTablesJSON(4, 2))) {

@@ -74,7 +74,7 @@ func Node(services, endpoints int) *snapshot.Snapshot {
 		Nodes: []snapshot.NodeState{{
 			Name: "node1", Addresses: []string{Node1IP},
 			KubeProxy: snapshot.ProxyConfig{Mode: "iptables", ClusterCIDRs: []string{"10.244.0.0/16"}, Source: "flags"},
-			Dumps: []snapshot.Dump{{Collector: snapshot.CollectorIPTablesSave, Family: "IPv4", Backend: "nf_tables",
+			Dumps: []snapshot.Dump{{Collector: "iptables-save", Family: "IPv4", Backend: "nf_tables",
 				Text: IPTablesSave(services, endpoints)}},
 		}},
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/inspect"
-	"github.com/svctrace/svctrace/snapshot"
 )
 
 var show = flag.Bool("show", false, "log each dump's answer as expect.yaml would hold it (to check by hand)")
@@ -188,16 +187,16 @@ func analyse(name string, excerpt bool) (*analysis.NodeAnalysis, error) {
 	family := "IPv4"
 	switch filepath.Ext(name) {
 	case ".iptables-save", ".iptables-S", ".iptables-L", ".iptables-L-v", ".nft":
-		o.Files[snapshot.CollectorIPTablesSave] = []string{path}
+		o.Files["iptables-save"] = []string{path}
 	case ".ip6tables-save":
-		o.Files[snapshot.CollectorIP6TablesSave] = []string{path}
+		o.Files["ip6tables-save"] = []string{path}
 		family = "IPv6"
 	case ".ipvsadm":
-		o.Files[snapshot.CollectorIPVS] = []string{path}
+		o.Files["ipvsadm"] = []string{path}
 	case ".ipset-list", ".ipset-save":
-		o.Files[snapshot.CollectorIPSet] = []string{path}
+		o.Files["ipset"] = []string{path}
 	case ".ip-addr":
-		o.Files[snapshot.CollectorKubeIPVS0] = []string{path}
+		o.Files["kube-ipvs0"] = []string{path}
 	default:
 		return nil, fmt.Errorf("no importer for %s", filepath.Ext(name))
 	}
