@@ -104,9 +104,27 @@ func (r Rules) Settled(kp KubeProxy, changed, firstSeen, now time.Time) bool {
 		// last success must be that sync's end, or a later one's.)
 		return true
 	}
-	return changed.IsZero() && !kp.Sync.Pending() && !kp.Sync.LastSync.IsZero() &&
-		now.Sub(kp.Sync.LastSync) >= r.Quiet
+	// kube-proxy queued a sync when it learnt of the change (or of a
+	// later one): the queue's time is no earlier than the change's, give
+	// or take the two watches' skew.
+	queued := changed.IsZero() || !kp.Sync.LastQueued.IsZero() && !kp.Sync.LastQueued.Before(changed.Add(-r.Skew))
+	if !queued {
+		return false // kube-proxy has not seen the change yet
+	}
+	if q := kp.Sync.LastQueued; !changed.IsZero() && kp.Started.After(q) && kp.Sync.LastSync.After(kp.Started) {
+		// A sync that started after that queue ended, successfully.
+		return true
+	}
+	// Nothing waits and no sync has ended for Quiet: a change queued
+	// while the last sync ran would have had its own sync by now.
+	return !kp.Sync.Pending() && !kp.Sync.LastSync.IsZero() && now.Sub(kp.Sync.LastSync) >= r.Quiet
 }
+
+// Waiting reports whether kube-proxy has a change queued that no sync
+// has applied yet: a difference not yet drift is then kube-proxy's lag.
+// Otherwise it is a difference svctrace has not yet confirmed (kube-proxy
+// synced a moment ago, or has not learnt of the change).
+func (kp KubeProxy) Waiting() bool { return kp.Readable && kp.Sync.Pending() }
 
 // Lag is how long kube-proxy has gone without a successful sync while a
 // change waits (zero when none waits), and whether that is a stall.
