@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -109,6 +110,16 @@ type KernelReader interface {
 type RepeatedReader interface {
 	KernelReader
 	Repeated() KernelReader
+}
+
+// KernelWatcher is a Loader that can tell when the kernel state it reads
+// changes, at little cost: WatchKernel calls changed (which must not
+// block) soon after each change in the calling thread's network namespace,
+// until ctx ends, and returns nil then; an error says why it cannot
+// watch (or stopped). A node agent checks the node when told, instead of
+// waiting for its period.
+type KernelWatcher interface {
+	WatchKernel(ctx context.Context, changed func()) error
 }
 
 // ErrNotInKernel is what a KernelReader's read wraps when the kernel has

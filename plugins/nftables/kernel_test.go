@@ -23,7 +23,7 @@ import (
 // tools that load rulesets).
 func kernelNetns(t testing.TB) string {
 	t.Helper()
-	return netnstest.New(t, "nft", "nft", "iptables-nft-restore")
+	return netnstest.New(t, "nft", "nft", "iptables-nft-restore", "iptables-nft")
 }
 
 // inNetns runs argv in the namespace, with stdin, and returns stdout.
