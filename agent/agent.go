@@ -26,9 +26,15 @@ type Options struct {
 	// Family is the IP family checked ("IPv4", "IPv6").
 	Family string
 	// Interval is the period of full checks; Debounce how long the
-	// objects must stay unchanged before a change is checked, and
-	// MinGap the least time between the start of two checks.
-	Interval, Debounce, MinGap time.Duration
+	// objects must stay unchanged before a change is checked,
+	// KernelDebounce how long the kernel's rules must (see WatchKernel),
+	// and MinGap the least time between the start of two checks (never
+	// less than twice the last check's time, so that checking takes at
+	// most a third of the agent's time on a node whose rules churn).
+	Interval, Debounce, KernelDebounce, MinGap time.Duration
+	// WatchKernel: check the node soon after its kernel's rules change
+	// (inspect.WatchKernel), as well as after the API objects do.
+	WatchKernel bool
 	// KubeProxyMetrics is where kube-proxy serves /metrics and /configz
 	// on the node (host:port).
 	KubeProxyMetrics string
@@ -43,7 +49,8 @@ type Options struct {
 
 // DefaultOptions are the agent's defaults for a node.
 func DefaultOptions(node string) Options {
-	return Options{Node: node, Family: "IPv4", Interval: time.Minute, Debounce: 2 * time.Second, MinGap: 5 * time.Second,
+	return Options{Node: node, Family: "IPv4", Interval: time.Minute, Debounce: 2 * time.Second,
+		KernelDebounce: 250 * time.Millisecond, MinGap: time.Second, WatchKernel: true,
 		CheckTimeout:     DefaultCheckTimeout,
 		KubeProxyMetrics: inspect.DefaultKubeProxyMetricsAddress,
 		Grace:            2 * time.Minute, Quiet: 5 * time.Second, StallAfter: 3 * time.Minute, Skew: time.Second}
@@ -66,12 +73,15 @@ type Agent struct {
 	w      *inspect.Watcher
 	reader *inspect.RuleReader // every check's read of the kernel's rules
 	pokes  chan struct{}
-	status atomic.Pointer[Status]
+	// kernelPokes hear the kernel's rules change.
+	kernelPokes chan struct{}
+	status      atomic.Pointer[Status]
 	// step is one check, given its deadline (checkOnce; tests replace it).
 	step func(context.Context) *Check
 
 	// The loop's own state, used by one goroutine.
 	tracker      settle.Tracker
+	lastTook     time.Duration
 	firstSeen    map[string]time.Time
 	apiDownSince time.Time
 }
@@ -87,7 +97,7 @@ func New(cs kubernetes.Interface, o Options) (*Agent, error) {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = DefaultCheckTimeout
 	}
-	a := &Agent{opts: o, cs: cs, reader: inspect.NewRuleReader(), pokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
+	a := &Agent{opts: o, cs: cs, reader: inspect.NewRuleReader(), pokes: make(chan struct{}, 1), kernelPokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
 	a.step = a.checkOnce
 	w, err := inspect.NewWatcher(cs, o.Node, a.poke)
 	if err != nil {
@@ -105,9 +115,14 @@ func (a *Agent) Status() *Status {
 	return &s
 }
 
-func (a *Agent) poke() {
+func (a *Agent) poke() { nudge(a.pokes) }
+
+func (a *Agent) kernelPoke() { nudge(a.kernelPokes) }
+
+// nudge signals c without blocking: one signal waiting is enough.
+func nudge(c chan struct{}) {
 	select {
-	case a.pokes <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -119,10 +134,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.publish(func(s *Status) { s.Synced, s.SyncedAt = true, time.Now() })
 	a.opts.Log.Info("objects listed; first check", "node", a.opts.Node)
+	if a.opts.WatchKernel {
+		go inspect.WatchKernel(ctx, a.kernelPoke, func(mode string, err error) {
+			a.opts.Log.Warn("kernel changes not watched: they are seen at the periodic checks", "node", a.opts.Node, "mode", mode, "err", err)
+		})
+	}
 	var last time.Time
 	for {
 		last = time.Now()
 		a.check(ctx)
+		a.lastTook = time.Since(last)
 		if err := a.wait(ctx, last); err != nil {
 			return nil
 		}
@@ -130,10 +151,17 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // wait returns when the next check is due: Interval after the last one
-// started, or once the objects have been quiet for Debounce after a
-// change, but never sooner than MinGap after the last.
+// started (Quiet when it left differences pending), or once the objects have been quiet for Debounce after a
+// change (the kernel's rules for KernelDebounce), but never sooner than
+// the gap after the last (MinGap, or twice the last check's time).
 func (a *Agent) wait(ctx context.Context, last time.Time) error {
-	period := time.NewTimer(time.Until(last.Add(a.opts.Interval)))
+	interval := a.opts.Interval
+	if g := a.status.Load().Good; g != nil && len(g.Pending) > 0 {
+		// Differences not yet drift: look again once kube-proxy has had
+		// time to sync, not a whole period later.
+		interval = min(interval, max(a.opts.Quiet, a.opts.MinGap, time.Second))
+	}
+	period := time.NewTimer(time.Until(last.Add(interval)))
 	defer period.Stop()
 	var debounce <-chan time.Time
 	for {
@@ -145,8 +173,12 @@ func (a *Agent) wait(ctx context.Context, last time.Time) error {
 		case <-a.pokes:
 			// Each change restarts the quiet time.
 			debounce = time.After(a.opts.Debounce)
+		case <-a.kernelPokes:
+			// The kernel changed (kube-proxy's sync, or an edit):
+			// check once its writes have stopped.
+			debounce = time.After(a.opts.KernelDebounce)
 		case <-debounce:
-			if d := time.Until(last.Add(a.opts.MinGap)); d > 0 {
+			if d := time.Until(last.Add(max(a.opts.MinGap, 2*a.lastTook))); d > 0 {
 				debounce = time.After(d)
 				continue
 			}

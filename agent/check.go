@@ -106,6 +106,7 @@ func (a *Agent) readKubeProxy(ctx context.Context, c *Check) settle.KubeProxy {
 	kp := settle.KubeProxy{Readable: true, Sync: s, Started: a.tracker.Started, ReadAt: start}
 	c.KubeProxy.LastSync = s.LastSync
 	c.KubeProxy.Lag, c.KubeProxy.Stalled = a.rules().Lag(kp, start)
+	c.KubeProxy.Waiting = kp.Waiting()
 	return kp
 }
 

@@ -72,6 +72,7 @@ func (n NodeReport) Findings() analysis.NodeFindings {
 	}
 	r := n.Report
 	f.Mode, f.Backend, f.Version, f.Frontends, f.Drift, f.Pending = r.Mode, r.Backend, r.Version, r.Frontends, r.Drift, len(r.Pending)
+	f.CheckedAt, f.PendingQueued = r.CheckedAt, r.KubeProxyWaiting
 	f.Behaviour = r.Behaviour
 	f.Notes = append(f.Notes, r.Notes...)
 	if r.Error != "" {

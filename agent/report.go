@@ -40,6 +40,10 @@ type Report struct {
 	// than allowed; KubeProxyLag how long it has.
 	KubeProxyStalled bool          `json:"kubeProxyStalled,omitempty"`
 	KubeProxyLag     time.Duration `json:"kubeProxyLagNanoseconds,omitempty"`
+	// KubeProxyWaiting says kube-proxy had a change queued at the check:
+	// the pending findings are its lag. Without it they are differences
+	// the agent checks again shortly before it calls them drift.
+	KubeProxyWaiting bool `json:"kubeProxyWaiting,omitempty"`
 	// Behaviour is the digest of what the node does with each frontend.
 	Behaviour []analysis.FrontendDigest `json:"behaviour,omitempty"`
 }
@@ -53,7 +57,7 @@ func ReportOf(s *Status) Report {
 	if g := s.Good; g != nil {
 		r.CheckedAt, r.Frontends, r.Notes = g.At, g.Frontends, g.Notes
 		r.Mode, r.Backend, r.Version = g.KubeProxy.Mode, g.KubeProxy.Backend, g.KubeProxy.Version
-		r.KubeProxyStalled, r.KubeProxyLag = g.KubeProxy.Stalled, g.KubeProxy.Lag
+		r.KubeProxyStalled, r.KubeProxyLag, r.KubeProxyWaiting = g.KubeProxy.Stalled, g.KubeProxy.Lag, g.KubeProxy.Waiting
 		r.Behaviour = g.Behaviour
 		r.Drift = append(r.Drift, g.Drift...)
 		r.Pending = append(r.Pending, g.Pending...)

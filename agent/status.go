@@ -103,4 +103,6 @@ type KubeProxy struct {
 	// change waits; Stalled says that is longer than allowed.
 	Lag     time.Duration
 	Stalled bool
+	// Waiting says it had a change queued that no sync had applied yet.
+	Waiting bool
 }

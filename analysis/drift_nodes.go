@@ -2,6 +2,9 @@ package analysis
 
 import (
 	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/snapshot"
@@ -20,7 +23,12 @@ type NodeFindings struct {
 	// (kube-proxy's lag) are counted, not reported as drift.
 	Drift   []behavior.Finding
 	Pending int
-	Notes   []string
+	// PendingQueued says kube-proxy had a change queued: Pending is its
+	// lag. Otherwise the agent confirms them at its next check.
+	PendingQueued bool
+	// CheckedAt is when the agent's check started.
+	CheckedAt time.Time
+	Notes     []string
 	// BytesRead is how much was read from the node.
 	BytesRead int
 	// Behaviour is the digest of the node's behaviour, to compare it
@@ -41,6 +49,7 @@ func DriftOfNodes(c *snapshot.Cluster, o DriftOptions, nodes []NodeFindings) (*D
 		return nil, err
 	}
 	r := NewDriftReport()
+	now := time.Now()
 	for _, n := range nodes {
 		sum := NodeSummary{Name: n.Node, Mode: n.Mode, Backend: n.Backend, BytesRead: n.BytesRead}
 		if n.Err != nil {
@@ -49,6 +58,16 @@ func DriftOfNodes(c *snapshot.Cluster, o DriftOptions, nodes []NodeFindings) (*D
 			continue
 		}
 		sum.Frontends, sum.Pending = n.Frontends, n.Pending
+		if n.Pending > 0 {
+			sum.PendingWhy = PendingUnconfirmed
+			if n.PendingQueued {
+				sum.PendingWhy = PendingQueued
+			}
+		}
+		if !n.CheckedAt.IsZero() {
+			sum.CheckedAt = &metav1.Time{Time: n.CheckedAt}
+			sum.CheckAge = now.Sub(n.CheckedAt).Round(100 * time.Millisecond).String()
+		}
 		for _, f := range n.Drift {
 			if scope.Wants(f.Service) {
 				r.Findings = append(r.Findings, f)

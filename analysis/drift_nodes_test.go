@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/behavior"
@@ -18,7 +19,8 @@ import (
 func TestDriftOfNodes(t *testing.T) {
 	c := snapshottest.Node(3, 1).Cluster
 	nodes := []analysis.NodeFindings{
-		{Node: "node1", Mode: "iptables", Backend: "legacy", Frontends: 3, Pending: 2, BytesRead: 900, Drift: []behavior.Finding{
+		{Node: "node1", Mode: "iptables", Backend: "legacy", Frontends: 3, Pending: 2, PendingQueued: true, BytesRead: 900,
+			CheckedAt: time.Now().Add(-3 * time.Second), Drift: []behavior.Finding{
 			{Type: behavior.MissingEndpoint, Node: "node1", Service: "ns-1/svc-1:http", Message: "m1"},
 			{Type: behavior.StaleFrontend, Node: "node1", Service: "ns-2/svc-2:http", Message: "m2"},
 		}},
@@ -31,12 +33,15 @@ func TestDriftOfNodes(t *testing.T) {
 	if len(r.Findings) != 2 || len(r.Nodes) != 2 || r.Nodes[0].Findings != 2 || r.Nodes[0].Pending != 2 || r.Nodes[0].BytesRead != 900 {
 		t.Fatalf("%+v", r)
 	}
+	if n := r.Nodes[0]; n.CheckAge != "3s" || n.CheckedAt == nil || n.PendingWhy != analysis.PendingQueued {
+		t.Errorf("node1 checked at %v, %q ago, pending %q", n.CheckedAt, n.CheckAge, n.PendingWhy)
+	}
 	if u := r.Unreadable(); len(u) != 1 || u[0] != "node2" || r.Nodes[1].Error == "" {
 		t.Errorf("unreadable %v, node2 %+v", u, r.Nodes[1])
 	}
 	var b strings.Builder
 	analysis.RenderDrift(&b, r, false)
-	for _, want := range []string{"node node1 (iptables mode): 3 frontends checked, 2 findings (2 differences waiting for kube-proxy's next sync)",
+	for _, want := range []string{"node node1 (iptables mode): 3 frontends checked 3s ago by its agent, 2 findings (2 differences waiting for kube-proxy's next sync)",
 		"node node2: not read: no svctrace agent Pod runs there", "MissingEndpoint  node=node1 service=ns-1/svc-1:http"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %q in:\n%s", want, b.String())
@@ -52,11 +57,15 @@ func TestDriftOfNodes(t *testing.T) {
 		t.Errorf("scoped to ns-1/svc-1: %+v, %v", r, err)
 	}
 	b.Reset()
-	r, err = analysis.DriftOfNodes(c, analysis.DriftOptions{}, []analysis.NodeFindings{{Node: "node1", Frontends: 3}, nodes[1]})
+	r, err = analysis.DriftOfNodes(c, analysis.DriftOptions{}, []analysis.NodeFindings{{Node: "node1", Frontends: 3, Pending: 1}, nodes[1]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	analysis.RenderDrift(&b, r, false)
+	// kube-proxy had nothing queued: the difference is not its lag.
+	if !strings.Contains(b.String(), "3 frontends checked, 0 findings (1 difference to be confirmed by the agent's next check)") {
+		t.Errorf("a difference kube-proxy has nothing queued for:\n%s", b.String())
+	}
 	if !strings.Contains(b.String(), "no drift on the 1 node read; 1 node not read") || strings.Contains(b.String(), "\nno drift\n") {
 		t.Errorf("some nodes unread:\n%s", b.String())
 	}

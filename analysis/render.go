@@ -26,14 +26,22 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 		}
 		pending := ""
 		if n.Pending > 0 {
-			pending = fmt.Sprintf(" (%s waiting for kube-proxy's next sync)", wording.Count(n.Pending, "difference", "differences"))
+			why := n.PendingWhy
+			if why == "" {
+				why = PendingQueued
+			}
+			pending = fmt.Sprintf(" (%s %s)", wording.Count(n.Pending, "difference", "differences"), why)
 		}
 		read := ""
 		if wide && n.BytesRead > 0 {
 			read = fmt.Sprintf(" [%s read from the node]", wording.Bytes(n.BytesRead))
 		}
-		fmt.Fprintf(w, "node %s (%s): %s checked, %s%s%s\n", n.Name, mode,
-			wording.Count(n.Frontends, "frontend", "frontends"), wording.Count(n.Findings, "finding", "findings"), pending, read)
+		checked := "checked"
+		if n.CheckAge != "" {
+			checked = "checked " + n.CheckAge + " ago by its agent"
+		}
+		fmt.Fprintf(w, "node %s (%s): %s %s, %s%s%s\n", n.Name, mode,
+			wording.Count(n.Frontends, "frontend", "frontends"), checked, wording.Count(n.Findings, "finding", "findings"), pending, read)
 	}
 	if len(r.Findings) == 0 {
 		if u := len(r.Unreadable()); u > 0 {

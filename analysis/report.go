@@ -33,6 +33,13 @@ type NodeSummary struct {
 	// Pending counts the differences that wait for kube-proxy's next
 	// sync (a node agent's report), which are not drift.
 	Pending int `json:"pending,omitempty"`
+	// PendingWhy says why they are not drift yet: PendingQueued or
+	// PendingUnconfirmed.
+	PendingWhy string `json:"pendingWhy,omitempty"`
+	// CheckedAt is when the node was checked, when that was before this
+	// report (by its agent), and CheckAge how long before.
+	CheckedAt *metav1.Time `json:"checkedAt,omitempty"`
+	CheckAge  string       `json:"checkAge,omitempty"`
 	// Behaviour is the node's behaviour digest (DriftOptions.Digest).
 	Behaviour []FrontendDigest `json:"behaviour,omitempty"`
 	// BytesRead is how much was read from the node (from its agent).
@@ -41,6 +48,17 @@ type NodeSummary struct {
 	// empty).
 	Error string `json:"error,omitempty"`
 }
+
+// Why differences wait (NodeSummary.PendingWhy).
+const (
+	// PendingQueued: kube-proxy has a change queued that no sync has
+	// applied yet.
+	PendingQueued = "waiting for kube-proxy's next sync"
+	// PendingUnconfirmed: kube-proxy has nothing queued, but synced a
+	// moment ago or has not learnt of the change yet; the agent checks
+	// again shortly before it calls them drift.
+	PendingUnconfirmed = "to be confirmed by the agent's next check"
+)
 
 // NewDriftReport returns an empty report with its type set.
 func NewDriftReport() *DriftReport {

@@ -83,7 +83,9 @@ is also served on a Unix socket in its Pod (--socket) for "agent report".`,
 	f.StringVar(&o.opts.Family, "family", o.opts.Family, "IP family to check: IPv4 or IPv6")
 	f.DurationVar(&o.opts.Interval, "interval", o.opts.Interval, "Check the node this often")
 	f.DurationVar(&o.opts.Debounce, "debounce", o.opts.Debounce, "After an API change, check once the objects have been quiet this long")
-	f.DurationVar(&o.opts.MinGap, "min-gap", o.opts.MinGap, "Least time between the starts of two checks")
+	f.DurationVar(&o.opts.KernelDebounce, "kernel-debounce", o.opts.KernelDebounce, "After the kernel's rules change, check once they have been quiet this long")
+	f.BoolVar(&o.opts.WatchKernel, "watch-kernel", o.opts.WatchKernel, "Check the node soon after its kernel's rules change (nf_tables notifications; the legacy tables' sizes, asked each second), not only after API changes and each --interval")
+	f.DurationVar(&o.opts.MinGap, "min-gap", o.opts.MinGap, "Least time between the starts of two checks (never less than twice the last check's time)")
 	f.DurationVar(&o.opts.CheckTimeout, "check-timeout", o.opts.CheckTimeout, "Cancel a check that has not ended after this long (a failed check); /livez fails once no check has ended for 3 intervals and this")
 	f.DurationVar(&o.opts.Grace, "grace-period", o.opts.Grace, "A difference that lasts this long is drift whatever kube-proxy's metrics say")
 	f.DurationVar(&o.opts.StallAfter, "stall-after", o.opts.StallAfter, "Report kube-proxy as stalled when changes have waited this long for a sync")
@@ -121,7 +123,7 @@ func (o *agentOptions) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--interval", o.opts.Interval}, {"--check-timeout", o.opts.CheckTimeout}, {"--debounce", o.opts.Debounce}, {"--grace-period", o.opts.Grace}, {"--stall-after", o.opts.StallAfter}} {
+	}{{"--interval", o.opts.Interval}, {"--check-timeout", o.opts.CheckTimeout}, {"--debounce", o.opts.Debounce}, {"--kernel-debounce", o.opts.KernelDebounce}, {"--grace-period", o.opts.Grace}, {"--stall-after", o.opts.StallAfter}} {
 		if d.v <= 0 {
 			return fmt.Errorf("%s %v: want a positive duration", d.name, d.v)
 		}

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -396,27 +397,60 @@ spec:
 		}
 	})
 
+	t.Run("a kernel edit is in drift --all-nodes within 5 s, with its check's age", func(t *testing.T) {
+		// kube-proxy runs and has nothing queued: the agent hears the
+		// kernel change (nf_tables notifications) and checks at once.
+		deleteWebRule(t, l, "node1")
+		start := time.Now()
+		var out string
+		var code int
+		for time.Since(start) < 5*time.Second {
+			if out, code = cli("drift", "--all-nodes", "-A"); code == 1 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Logf("drift --all-nodes after %v:\n%s", time.Since(start).Round(10*time.Millisecond), out)
+		if code != 1 || !strings.Contains(out, "MissingEndpoint  node=node1 service=default/web:http") {
+			t.Fatalf("drift --all-nodes 5 s after a rule was deleted on node1: exit %d\n%s", code, out)
+		}
+		age := regexp.MustCompile(`node node1 \(iptables mode\): \d+ frontends checked ([0-9.]+)(ms|s) ago by its agent, 1 finding\n`).FindStringSubmatch(out)
+		if age == nil || strings.Contains(out, "waiting for kube-proxy") {
+			t.Errorf("drift --all-nodes does not say how old node1's check is, or blames kube-proxy:\n%s", out)
+		} else if v, _ := strconv.ParseFloat(age[1], 64); age[2] == "s" && v > 10 {
+			t.Errorf("node1's check is %s%s old", age[1], age[2])
+		}
+		for _, format := range []string{"json", "yaml"} {
+			out, code := cli("drift", "--all-nodes", "-A", "-o", format)
+			if code != 1 || !regexp.MustCompile(`"?checkAge"?: "?[0-9.]+m?s"?`).MatchString(out) || !strings.Contains(out, "checkedAt") {
+				t.Errorf("drift --all-nodes -o %s: exit %d, no check time:\n%s", format, code, out)
+			}
+		}
+		// kube-proxy's restart writes every rule again.
+		if err := l.StopKubeProxyPod("node1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.StartKubeProxyPod("node1"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			out, code := cli("drift", "--all-nodes", "-A")
+			if code == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("drift --all-nodes a minute after kube-proxy's restart: exit %d\n%s", code, out)
+			}
+			time.Sleep(time.Second)
+		}
+	})
+
 	t.Run("a rule deleted on node1 fires SvctraceDrift there", func(t *testing.T) {
 		if err := l.StopKubeProxyPod("node1"); err != nil {
 			t.Fatal(err)
 		}
-		nat, err := l.Exec("node1", "iptables-save", "-t", "nat")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The burst scaled the Deployment: its Pods may be others now.
-		cur, err := l.WaitEndpoints("default", "web", 2, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ep := strings.Split(cur[0], ":")[0]
-		m := regexp.MustCompile(`(?m)^-A (KUBE-SVC-\S+) (.*--comment "default/web:http -> ` + regexp.QuoteMeta(ep) + `:8080".*)$`).FindStringSubmatch(nat)
-		if m == nil {
-			t.Fatalf("no rule of default/web:http to %s in:\n%s", ep, nat)
-		}
-		if _, err := l.Exec("node1", "sh", "-c", "iptables -t nat -D "+m[1]+" "+m[2]); err != nil {
-			t.Fatal(err)
-		}
+		deleteWebRule(t, l, "node1")
 		node1 := l.Node("node1").IP + ":9859"
 		alerts := prom.waitAlert(t, "SvctraceDrift", "firing", 2*time.Minute)
 		if len(alerts) != 1 || alerts[0].Labels["instance"] != node1 {
@@ -643,4 +677,27 @@ func lineWith(screen, text string) string {
 		}
 	}
 	return ""
+}
+
+// deleteWebRule deletes, in node's nat table, the rule of default/web:http
+// that sends to its first endpoint.
+func deleteWebRule(t *testing.T, l *lab.Lab, node string) {
+	t.Helper()
+	nat, err := l.Exec(node, "iptables-save", "-t", "nat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The burst scaled the Deployment: its Pods may be others now.
+	cur, err := l.WaitEndpoints("default", "web", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := strings.Split(cur[0], ":")[0]
+	m := regexp.MustCompile(`(?m)^-A (KUBE-SVC-\S+) (.*--comment "default/web:http -> ` + regexp.QuoteMeta(ep) + `:8080".*)$`).FindStringSubmatch(nat)
+	if m == nil {
+		t.Fatalf("no rule of default/web:http to %s in:\n%s", ep, nat)
+	}
+	if _, err := l.Exec(node, "sh", "-c", "iptables -t nat -D "+m[1]+" "+m[2]); err != nil {
+		t.Fatal(err)
+	}
 }
