@@ -76,7 +76,8 @@ func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 	}
 }
 
-// TestRulesWithPromtool: Prometheus's own checker accepts the rules, and
+// TestRulesWithPromtool: Prometheus's own checker accepts the rules and
+// the configuration of a Prometheus without service discovery, and
 // its unit tests of every alert (prometheus/svctrace-rules_test.yml) pass.
 func TestRulesWithPromtool(t *testing.T) {
 	slowtest.Need(t, "builds promtool")
@@ -87,7 +88,9 @@ func TestRulesWithPromtool(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	for _, args := range [][]string{{"check", "rules", "svctrace-rules.yml"}, {"test", "rules", "svctrace-rules_test.yml"}} {
+	// check config reads the rule files the configuration names too.
+	for _, args := range [][]string{{"check", "rules", "svctrace-rules.yml"}, {"test", "rules", "svctrace-rules_test.yml"},
+		{"check", "config", "prometheus.yml"}} {
 		cmd := exec.Command(filepath.Join(bin, "promtool"), args...)
 		cmd.Dir = "prometheus"
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -194,14 +194,12 @@ spec:
 	}
 
 	agents := map[string]*agentProc{}
-	var targets []string
 	for _, n := range []string{"node1", "node2"} {
 		ns, err := l.NetNS(n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		agents[n] = &agentProc{client: netnsClient(ns)}
-		targets = append(targets, l.Node(n).IP+":9859")
 		m := agents[n].waitMetrics(t, 2*time.Minute, n+" healthy", func(m string) bool {
 			return sumOf(m, "svctrace_last_check_success") == 1 && sumOf(m, "svctrace_drift_findings") == 0 &&
 				sumOf(m, "svctrace_pending_findings") == 0
@@ -359,7 +357,7 @@ spec:
 		}
 	})
 
-	prom := startPrometheus(t, l, promBin, "node1", targets)
+	prom := startPrometheus(t, l, promBin, "node1", []string{"node1", "node2"})
 	prom.waitQuery(t, `count(up{job="svctrace-agent"} == 1)`, "2", time.Minute)
 
 	t.Run("a burst of changes fires nothing", func(t *testing.T) {
@@ -451,10 +449,11 @@ spec:
 			t.Fatal(err)
 		}
 		deleteWebRule(t, l, "node1")
-		node1 := l.Node("node1").IP + ":9859"
+		// instance is the node's name, as deploy/prometheus/prometheus.yml
+		// relabels it.
 		alerts := prom.waitAlert(t, "SvctraceDrift", "firing", 2*time.Minute)
-		if len(alerts) != 1 || alerts[0].Labels["instance"] != node1 {
-			t.Errorf("SvctraceDrift %+v, want it for %s alone", alerts, node1)
+		if len(alerts) != 1 || alerts[0].Labels["instance"] != "node1" || alerts[0].Labels["job"] != "svctrace-agent" {
+			t.Errorf("SvctraceDrift %+v, want it for node1 alone", alerts)
 		}
 		out, code := cli("drift", "--all-nodes", "-A")
 		if code != 1 || !strings.Contains(out, "MissingEndpoint  node=node1 service=default/web:http") ||
@@ -557,32 +556,53 @@ func checkMetricsWithPromtool(t *testing.T, bin, scrape string) {
 // promProc is a Prometheus the test started in a node's namespace.
 type promProc struct{ agentProc }
 
-// startPrometheus runs Prometheus in node's namespace, scraping targets
-// every second as job svctrace-agent with the shipped rules, their for:
-// durations cut to 5 s (promtool test rules checks the real ones).
-func startPrometheus(t *testing.T, l *lab.Lab, bin, node string, targets []string) *promProc {
+// startPrometheus runs Prometheus in node's namespace with the shipped
+// configuration for a Prometheus without Kubernetes service discovery
+// (deploy/prometheus/prometheus.yml) and rules, as docs/cluster.md says:
+// the agents listed as the command there lists them (nodes, by name),
+// scraped every second, the rules' for: durations cut to 5 s (promtool
+// test rules checks the real ones).
+func startPrometheus(t *testing.T, l *lab.Lab, bin, node string, nodes []string) *promProc {
 	t.Helper()
 	ns, err := l.NetNS(node)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	rules, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "prometheus", "svctrace-rules.yml"))
+	shipped := filepath.Join(repoRoot(t), "deploy", "prometheus")
+	rules, err := os.ReadFile(filepath.Join(shipped, "svctrace-rules.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	short := regexp.MustCompile(`(?m)^(\s+for:) \S+$`).ReplaceAll(rules, []byte("$1 5s"))
-	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), short, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "svctrace-rules.yml"), short, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tq, _ := json.Marshal(targets)
-	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: [%s]
-scrape_configs:
-- job_name: svctrace-agent
-  static_configs: [{targets: %s}]
-`, filepath.Join(dir, "rules.yml"), tq)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+	cfg, err := os.ReadFile(filepath.Join(shipped, "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = regexp.MustCompile(`(?m)^(  (scrape|evaluation)_interval:) \S+$`).ReplaceAll(cfg, []byte("$1 1s"))
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The agents' list, written by the command prometheus.yml gives.
+	tmpl := regexp.MustCompile(`(?m)^#\s+kubectl get nodes -o go-template='(.*)' > svctrace-agents.yml$`).FindSubmatch(cfg)
+	if tmpl == nil {
+		t.Fatal("deploy/prometheus/prometheus.yml gives no command that lists the agents")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := l.Kubectl(ctx, "get", "nodes", "-o", "go-template="+string(tmpl[1]))
+	if err != nil {
+		t.Fatalf("the command of prometheus.yml: %v\n%s", err, list)
+	}
+	for _, n := range nodes {
+		if !strings.Contains(list, fmt.Sprintf(`["%s:9859"], labels: {node: %s}}`, l.Node(n).IP, n)) {
+			t.Fatalf("the command of prometheus.yml lists:\n%s", list)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "svctrace-agents.yml"), []byte(list), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd, logPath := startProcess(t, ns, "prometheus", 15*time.Second, false, filepath.Join(bin, "prometheus"),
