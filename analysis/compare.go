@@ -220,6 +220,9 @@ func compareClass(mk mkFunc, e behavior.Frontend, c behavior.SourceClass, eo, oo
 		forward = true
 		fs, policy := compareBackends(mk, e, c, eo, oo)
 		out = append(out, fs...)
+		if l := oo.Leftover; l != nil && eo.Leftover == nil {
+			out = append(out, blackHoled(mk, cls, e, l))
+		}
 		// Another component's masquerade (a CNI's, of pod traffic
 		// leaving the pod network) is no drift of kube-proxy's rules.
 		if !policy && eo.Masquerade != oo.Masquerade && (eo.Masquerade || oo.MasqueradedBy == "") {
@@ -512,4 +515,25 @@ func othersMasquerade(expected, observed *behavior.Table) []string {
 			ch, listSome(byChain[ch], 3)))
 	}
 	return notes
+}
+
+// blackHoled is the finding of a share of a frontend's connections that
+// reach no backend, with the Service's own rules on that share's path.
+func blackHoled(mk mkFunc, cls []behavior.SourceClass, e behavior.Frontend, l *behavior.Leftover) behavior.Finding {
+	share := behavior.FormatProbability(l.Probability)
+	fate := map[behavior.Verdict]string{behavior.Drop: "dropped", behavior.Reject: "rejected"}[l.Verdict]
+	if fate == "" {
+		fate = "left untranslated"
+	}
+	var rules []behavior.Rule
+	for _, r := range l.Rules {
+		if !r.Shared {
+			rules = append(rules, r)
+		}
+	}
+	if rules == nil {
+		rules = l.Rules
+	}
+	return mk(behavior.BlackHoledTraffic, cls, "every connection to a backend", share+" to no backend ("+fate+")", rules,
+		fmt.Sprintf("%s of the connections to %s reach no backend: %s", share, e.Key, l.Reason))
 }

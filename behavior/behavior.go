@@ -126,6 +126,22 @@ type Outcome struct {
 	// kube-proxy's layout; a redacted address; an interface not shown):
 	// the answer holds only if those hold.
 	Assumed []string `json:"assumed,omitempty"`
+	// Leftover is the share of a forwarded frontend's connections that
+	// reach no backend (nil: none): a branch of the random choice that no
+	// rule translates, or that is dropped or rejected.
+	Leftover *Leftover `json:"leftover,omitempty"`
+}
+
+// Leftover is the share of connections to a frontend that reach no
+// backend while the rest are forwarded.
+type Leftover struct {
+	Probability float64 `json:"probability"`
+	// Verdict is what happens to them: Unhandled (they leave the rules
+	// untranslated, to an address no one answers at), Drop or Reject.
+	Verdict Verdict `json:"verdict"`
+	Reason  string  `json:"reason,omitempty"`
+	// Rules are the rules of the first such branch.
+	Rules []Rule `json:"rules,omitempty"`
 }
 
 // Rule is one kernel rule on a path, as its plane describes it, so that a

@@ -61,6 +61,10 @@ const (
 	// range (the API server's, or a Service's ClusterIP), where kube-proxy
 	// takes connections to them for connections to Services.
 	ServiceCIDROverlap = "ServiceCIDROverlap"
+	// BlackHoledTraffic: part of the connections to a frontend reach no
+	// backend (a branch of its random choice that no rule translates,
+	// drops or rejects), while the rest are forwarded.
+	BlackHoledTraffic = "BlackHoledTraffic"
 )
 
 // FindingTypes are the finding types above, for those that list them
@@ -68,7 +72,7 @@ const (
 var FindingTypes = []string{MissingFrontend, StaleFrontend, MissingEndpoint, StaleEndpoint, WeightMismatch,
 	AffinityMismatch, FirewallMismatch, MasqueradeMismatch, LocalPolicyMismatch, NoEndpointsRuleMismatch,
 	OrphanChain, LeftoverRules, BackendSplitBrain, MissingJumpRule, StaleConntrack, MissingVIPAddress, ExtraVIPAddress, MissingSetMember, StaleSetMember, Weight0ReadyEndpoint, SchedulerMismatch, ForeignVerdict, PodCIDRMismatch, KubeProxyNotSyncing,
-	NodePortAddressesMismatch, ServiceCIDROverlap}
+	NodePortAddressesMismatch, ServiceCIDROverlap, BlackHoledTraffic}
 
 // Finding is one difference between what kube-proxy should have programmed
 // on a node and what the kernel holds.

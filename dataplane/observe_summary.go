@@ -17,6 +17,12 @@ type summary struct {
 	backends       []behavior.Backend
 	byEndpoint     map[string]int
 	dropP, rejectP float64
+	// unhandledP is the share of the branches no rule translated,
+	// dropped or rejected; leftRules are the rules of the first branch
+	// that reached no backend, leftReason its reason.
+	unhandledP float64
+	leftRules  []behavior.Rule
+	leftReason string
 	missing        []string
 	masq           bool
 	// byProxy: a masquerade on some branch is kube-proxy's; masqBy are the other
@@ -103,12 +109,46 @@ func (sm *summary) add(b *Branch) {
 	case b.Verdict == Reject:
 		sm.rejectP += b.Probability
 		o.Reason, o.Rules, o.DecidedBy = b.Reason, hopRules(b.Hops, sm.describe), b.DecidedBy
+		sm.left(b)
 	case b.Verdict == Drop:
 		sm.dropP += b.Probability
 		if o.Reason == "" || sm.rejectP == 0 {
 			o.Reason, o.Rules, o.DecidedBy = b.Reason, hopRules(b.Hops, sm.describe), b.DecidedBy
 		}
+		sm.left(b)
+	default:
+		sm.unhandledP += b.Probability
+		sm.left(b)
 	}
+}
+
+// left keeps the rules of the first branch that reached no backend.
+func (sm *summary) left(b *Branch) {
+	if sm.leftRules == nil {
+		sm.leftRules, sm.leftReason = hopRules(b.Hops, sm.describe), b.Reason
+		if sm.leftRules == nil {
+			sm.leftRules = []behavior.Rule{}
+		}
+	}
+}
+
+// leftover is the share of the branches that reached no backend, when
+// some did (nil: every branch did).
+func (sm *summary) leftover() *behavior.Leftover {
+	p := sm.unhandledP + sm.dropP + sm.rejectP
+	if p < 1e-9 {
+		return nil
+	}
+	l := &behavior.Leftover{Probability: round(p), Verdict: behavior.Unhandled, Reason: sm.leftReason, Rules: slices.Clip(sm.leftRules)}
+	switch {
+	case sm.unhandledP > 0:
+		l.Reason = "no rule translates them: they leave kube-proxy's rules for the frontend's own address, where nothing answers"
+	case sm.rejectP > 0:
+		l.Verdict = behavior.Reject
+	default:
+		l.Verdict = behavior.Drop
+	}
+	return l
 }
 
 // decide sets the outcome's verdict once every branch is in.
@@ -129,6 +169,7 @@ func (sm *summary) decide(br []Branch) {
 		if sm.masq && !sm.byProxy {
 			o.MasqueradedBy = strings.Join(sm.masqBy, ", ")
 		}
+		o.Leftover = sm.leftover()
 	case len(sm.missing) > 0:
 		o.Verdict, o.DecidedBy = behavior.Unknown, ""
 		o.Reason = "goes on in " + strings.Join(sm.missing, ", ") + ", whose rules the input does not show: its backends are not known"

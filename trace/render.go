@@ -125,6 +125,14 @@ func renderOutcomes(w io.Writer, f behavior.Frontend, pods map[string]string, wi
 				}
 			}
 		}
+		if l := o.Leftover; l != nil {
+			fmt.Fprintf(w, "    %-5s %s\n", behavior.FormatProbability(l.Probability), LeftoverText(l))
+			for _, rule := range l.Rules {
+				if wide || !rule.Shared {
+					fmt.Fprintf(w, "          %s\n", rule.Text)
+				}
+			}
+		}
 		oc := o
 		shown = &oc
 	}
@@ -148,6 +156,10 @@ func VerdictText(o behavior.Outcome) string {
 		if o.Masquerade {
 			m = "masqueraded"
 		}
+		if l := o.Leftover; l != nil {
+			return fmt.Sprintf("forward %s to %s, %s to none, %s", behavior.FormatProbability(1-l.Probability),
+				wording.Count(len(o.Backends), "backend", "backends"), behavior.FormatProbability(l.Probability), m)
+		}
 		return fmt.Sprintf("forward to %s, %s", wording.Count(len(o.Backends), "backend", "backends"), m)
 	case behavior.Reject:
 		return "REJECT: " + o.Reason
@@ -159,8 +171,20 @@ func VerdictText(o behavior.Outcome) string {
 	return "not handled by any service rule"
 }
 
+// LeftoverText says what happens to the share of a frontend's connections
+// that reach no backend.
+func LeftoverText(l *behavior.Leftover) string {
+	switch l.Verdict {
+	case behavior.Drop:
+		return "no backend: DROP: " + l.Reason
+	case behavior.Reject:
+		return "no backend: REJECT: " + l.Reason
+	}
+	return "no backend: " + l.Reason
+}
+
 func sameBackends(a, b behavior.Outcome) bool {
-	if a.Verdict != b.Verdict || a.Reason != b.Reason || len(a.Backends) != len(b.Backends) {
+	if a.Verdict != b.Verdict || a.Reason != b.Reason || len(a.Backends) != len(b.Backends) || (a.Leftover == nil) != (b.Leftover == nil) {
 		return false
 	}
 	for i := range a.Backends {

@@ -35,7 +35,8 @@ and iptables-nft), and in ipvs mode MissingVIPAddress and ExtraVIPAddress
 Weight0ReadyEndpoint and SchedulerMismatch; and kube-proxy's own state:
 PodCIDRMismatch (its cluster CIDR against the node's Pods),
 NodePortAddressesMismatch (its nodePortAddresses against the node's
-addresses), ServiceCIDROverlap (the node's Pods in the Service range) and,
+addresses), ServiceCIDROverlap (the node's Pods in the Service range),
+BlackHoledTraffic (a share of a frontend's connections that reach no backend) and,
 on the node, KubeProxyNotSyncing (its /healthz and sync metrics). A cause is reported
 once, with the differences that follow from it folded in. The comparison is
 on behaviour, never on rule text, so another kube-proxy release's layout
