@@ -21,9 +21,9 @@ func TestDriftOfNodes(t *testing.T) {
 	nodes := []analysis.NodeFindings{
 		{Node: "node1", Mode: "iptables", Backend: "legacy", Frontends: 3, Pending: 2, PendingQueued: true, BytesRead: 900,
 			CheckedAt: time.Now().Add(-3 * time.Second), Drift: []behavior.Finding{
-			{Type: behavior.MissingEndpoint, Node: "node1", Service: "ns-1/svc-1:http", Message: "m1"},
-			{Type: behavior.StaleFrontend, Node: "node1", Service: "ns-2/svc-2:http", Message: "m2"},
-		}},
+				{Type: behavior.MissingEndpoint, Node: "node1", Service: "ns-1/svc-1:http", Message: "m1"},
+				{Type: behavior.StaleFrontend, Node: "node1", Service: "ns-2/svc-2:http", Message: "m2"},
+			}},
 		{Node: "node2", Err: errors.New("no svctrace agent Pod runs there")},
 	}
 	r, err := analysis.DriftOfNodes(c, analysis.DriftOptions{}, nodes)

@@ -23,8 +23,8 @@ type summary struct {
 	unhandledP float64
 	leftRules  []behavior.Rule
 	leftReason string
-	missing        []string
-	masq           bool
+	missing    []string
+	masq       bool
 	// byProxy: a masquerade on some branch is kube-proxy's; masqBy are the other
 	// components' chains that masqueraded the rest.
 	byProxy bool
