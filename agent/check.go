@@ -38,6 +38,9 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	if pc.Version == "" {
 		pc.Version = kp.Sync.Version
 	}
+	if !kp.Readable {
+		a.kubeProxyPlan(ctx, c, cl, &pc)
+	}
 	model := analysis.PrepareModel(cl, a.opts.Node, a.opts.Family, pc.Version)
 	ns, notes, err := inspect.CollectLocal(ctx, a.opts.Node, inspect.LocalOptions{ConntrackDst: inspect.ServiceAddrs(cl), Rules: rules,
 		OnRead: func(r inspect.Read) { c.Reads = append(c.Reads, r) }})
@@ -137,4 +140,25 @@ func (a *Agent) probeAPI(ctx context.Context, c *Check) {
 	c.APIErr, c.APIDownSince = err, a.apiDownSince
 	c.Notes = append(c.Notes, fmt.Sprintf("the API server cannot be reached since %s (%v): the node is checked against the objects last listed",
 		a.apiDownSince.UTC().Format(time.RFC3339), err))
+}
+
+// kubeProxyPlan asks kube-proxy's DaemonSet, when kube-proxy does not
+// answer, whether it should run on the node (it is then absent, the first
+// thing to alert on), and takes its version from the DaemonSet's image
+// when nothing else tells it.
+func (a *Agent) kubeProxyPlan(ctx context.Context, c *Check, cl *snapshot.Cluster, pc *snapshot.ProxyConfig) {
+	plan, err := inspect.KubeProxyPlanOf(ctx, a.cs, cl, a.opts.Node)
+	if err != nil {
+		c.Notes = append(c.Notes, "kube-proxy does not answer, and whether its DaemonSet runs it on this node is not known: "+err.Error())
+		return
+	}
+	c.KubeProxy.DaemonSet = plan.DaemonSet
+	c.KubeProxy.Absent = plan.Expected
+	if plan.Expected {
+		c.Notes = append(c.Notes, fmt.Sprintf("kube-proxy does not answer on this node (%v), where DaemonSet %s runs it", c.KubeProxy.MetricsErr, plan.DaemonSet))
+	}
+	if pc.Version == "" && plan.Version != "" {
+		pc.Version = plan.Version
+		c.Notes = append(c.Notes, plan.VersionNote())
+	}
 }

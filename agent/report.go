@@ -44,6 +44,9 @@ type Report struct {
 	// the pending findings are its lag. Without it they are differences
 	// the agent checks again shortly before it calls them drift.
 	KubeProxyWaiting bool `json:"kubeProxyWaiting,omitempty"`
+	// KubeProxyAbsent says kube-proxy does not answer on the node, where
+	// its DaemonSet runs it.
+	KubeProxyAbsent bool `json:"kubeProxyAbsent,omitempty"`
 	// Behaviour is the digest of what the node does with each frontend.
 	Behaviour []analysis.FrontendDigest `json:"behaviour,omitempty"`
 }
@@ -58,6 +61,7 @@ func ReportOf(s *Status) Report {
 		r.CheckedAt, r.Frontends, r.Notes = g.At, g.Frontends, g.Notes
 		r.Mode, r.Backend, r.Version = g.KubeProxy.Mode, g.KubeProxy.Backend, g.KubeProxy.Version
 		r.KubeProxyStalled, r.KubeProxyLag, r.KubeProxyWaiting = g.KubeProxy.Stalled, g.KubeProxy.Lag, g.KubeProxy.Waiting
+		r.KubeProxyAbsent = g.KubeProxy.Absent
 		r.Behaviour = g.Behaviour
 		r.Drift = append(r.Drift, g.Drift...)
 		r.Pending = append(r.Pending, g.Pending...)

@@ -105,4 +105,8 @@ type KubeProxy struct {
 	Stalled bool
 	// Waiting says it had a change queued that no sync had applied yet.
 	Waiting bool
+	// Absent says it does not answer on a node where its DaemonSet
+	// (named by DaemonSet) runs it.
+	Absent    bool
+	DaemonSet string
 }

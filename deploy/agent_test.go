@@ -62,10 +62,14 @@ func TestAgentManifest(t *testing.T) {
 				config := o.Namespace == "kube-system" && slices.Equal(r.Verbs, []string{"get"}) &&
 					slices.Equal(r.ResourceNames, []string{"kube-proxy", "kube-proxy-config"}) && slices.Equal(r.Resources, []string{"configmaps"})
 				proxyPod := o.Namespace == "kube-system" && slices.Equal(r.Verbs, []string{"list"}) && slices.Equal(r.Resources, []string{"pods"})
+				// Its DaemonSet, when kube-proxy does not answer: should
+				// it run here, and at which version.
+				daemonSet := o.Namespace == "kube-system" && slices.Equal(r.Verbs, []string{"list"}) &&
+					slices.Equal(r.APIGroups, []string{"apps"}) && slices.Equal(r.Resources, []string{"daemonsets"})
 				// Its own Pod's annotation: the API certificate's fingerprint.
 				publish := o.Namespace == "svctrace" && slices.Equal(r.Verbs, []string{"get", "patch"}) && slices.Equal(r.Resources, []string{"pods"})
-				if !config && !proxyPod && !publish {
-					t.Errorf("Role %s/%s: %+v, want get of kube-proxy's ConfigMaps or list of Pods in kube-system, or get and patch of Pods in svctrace", o.Namespace, o.Name, r)
+				if !config && !proxyPod && !daemonSet && !publish {
+					t.Errorf("Role %s/%s: %+v, want get of kube-proxy's ConfigMaps or list of Pods or DaemonSets in kube-system, or get and patch of Pods in svctrace", o.Namespace, o.Name, r)
 				}
 			}
 		case *rbacv1.ClusterRoleBinding:

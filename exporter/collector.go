@@ -36,7 +36,7 @@ type Options struct {
 type descs struct {
 	build, staleAfter, checkSuccess, checkTime, checkDuration, goodTime, checks, failures,
 	collectorSuccess, collectorDuration, frontends, drift, pending, serviceDrift, staleConntrack,
-	kpInfo, kpLastSync, kpLag, kpStalled, watchErrors, watchErrorTime, apiReachable, endpointDrift *prometheus.Desc
+	kpInfo, kpLastSync, kpLag, kpStalled, kpAbsent, watchErrors, watchErrorTime, apiReachable, endpointDrift *prometheus.Desc
 }
 
 // NewCollector returns a collector of the agent's status; version is
@@ -65,6 +65,7 @@ func NewCollector(status func() *agent.Status, version string, o Options) *Colle
 		kpLastSync:        d("kube_proxy_last_sync_timestamp_seconds", "When kube-proxy's last successful sync ended, as its metrics tell."),
 		kpLag:             d("kube_proxy_sync_lag_seconds", "How long kube-proxy has gone without a successful sync while changes wait (0: none waits)."),
 		kpStalled:         d("kube_proxy_sync_stalled", "Whether kube-proxy has gone longer than allowed without syncing waiting changes."),
+		kpAbsent:          d("kube_proxy_absent", "Whether kube-proxy does not answer on a node where its DaemonSet runs it."),
 		watchErrors:       d("api_watch_errors_total", "Errors of the agent's watches of the API server."),
 		watchErrorTime:    d("api_last_watch_error_timestamp_seconds", "When a watch of the API server last failed with an error it does not retry at once."),
 		apiReachable:      d("api_reachable", "Whether the API server answered at the last check (0: the node was checked against the objects last listed)."),
@@ -77,7 +78,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.d
 	for _, x := range []*prometheus.Desc{d.build, d.staleAfter, d.checkSuccess, d.checkTime, d.checkDuration, d.goodTime, d.checks, d.failures,
 		d.collectorSuccess, d.collectorDuration, d.frontends, d.drift, d.pending, d.serviceDrift, d.staleConntrack,
-		d.kpInfo, d.kpLastSync, d.kpLag, d.kpStalled, d.watchErrors, d.watchErrorTime, d.apiReachable, d.endpointDrift} {
+		d.kpInfo, d.kpLastSync, d.kpLag, d.kpStalled, d.kpAbsent, d.watchErrors, d.watchErrorTime, d.apiReachable, d.endpointDrift} {
 		ch <- x
 	}
 }
@@ -125,6 +126,7 @@ func (c *Collector) collectStatus(ch chan<- prometheus.Metric, s *agent.Status) 
 		kp := last.KubeProxy
 		gauge(d.collectorSuccess, boolValue(kp.MetricsErr == nil), "kube-proxy")
 		gauge(d.collectorDuration, kp.MetricsDuration.Seconds(), "kube-proxy")
+		gauge(d.kpAbsent, boolValue(kp.Absent))
 		if kp.MetricsErr == nil {
 			if !kp.LastSync.IsZero() {
 				gauge(d.kpLastSync, seconds(kp.LastSync))

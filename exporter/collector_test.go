@@ -39,7 +39,7 @@ func sampleStatus() *agent.Status {
 	last := &agent.Check{At: t0.Add(time.Minute), Duration: 20 * time.Millisecond, Err: errors.New("reading the kernel's state: boom"),
 		APIErr: errors.New("connection refused"), APIDownSince: t0,
 		Reads:     []inspect.Read{{Collector: "iptables-save/legacy", Duration: 10 * time.Millisecond, Err: errors.New("boom")}},
-		KubeProxy: agent.KubeProxy{MetricsErr: errors.New("connection refused"), MetricsDuration: time.Millisecond}}
+		KubeProxy: agent.KubeProxy{MetricsErr: errors.New("connection refused"), MetricsDuration: time.Millisecond, Absent: true, DaemonSet: "kube-system/kube-proxy"}}
 	return &agent.Status{Node: "node1", Started: t0.Add(-time.Hour), Synced: true, SyncedAt: t0.Add(-59 * time.Minute),
 		StaleAfter: 5 * time.Minute, Last: last, Good: good, Checks: 7, Failed: 1,
 		WatchErrors: 2, LastWatchError: t0.Add(-time.Minute)}

@@ -272,6 +272,7 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 	// through its agent after.
 	var rules func() inspect.Rules
 	var pc snapshot.ProxyConfig
+	var cs kubernetes.Interface
 	var configz func() (snapshot.ProxyConfig, error)
 	if o.local {
 		rules = inspect.ReadRules(ctx)
@@ -290,8 +291,8 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 			pc, _, _, _ = inspect.ProxySettings(ctx, nil, configz)
 		}
 	} else {
-		cs, err := o.clientset()
-		if err != nil {
+		var err error
+		if cs, err = o.clientset(); err != nil {
 			return nil, err
 		}
 		// kube-proxy programs every Service of the cluster, so the model
@@ -338,6 +339,14 @@ func (o *commonOptions) liveSnapshot(ctx context.Context) (*snapshot.Snapshot, e
 		node.KubeProxy.Sync = ps
 	}
 	s.Nodes = append(s.Nodes, node)
+	if v, _ := analysis.ProxyVersion(s, o.node); v == "" && cs != nil {
+		// kube-proxy is down and its Pod gone: its DaemonSet still names
+		// the release it runs.
+		if plan, err := inspect.KubeProxyPlanOf(ctx, cs, s.Cluster, o.node); err == nil && plan.Version != "" {
+			s.Nodes[len(s.Nodes)-1].KubeProxy.Version = plan.Version
+			s.Metadata.Notes = append(s.Metadata.Notes, plan.VersionNote())
+		}
+	}
 	return s, nil
 }
 

@@ -444,6 +444,40 @@ spec:
 		}
 	})
 
+	t.Run("kube-proxy gone where its DaemonSet runs it fires SvctraceKubeProxyAbsent", func(t *testing.T) {
+		// The DaemonSet still runs kube-proxy on node1, but its new Pod
+		// there cannot start (an image no node has, pulled never): the
+		// node's rules stay as they were and nothing applies changes.
+		image := kubectl("-n", "kube-system", "get", "daemonset/kube-proxy", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+		setImage := func(img, strategy string) {
+			t.Helper()
+			kubectl("-n", "kube-system", "patch", "daemonset/kube-proxy", "-p",
+				`{"spec":{"updateStrategy":{"type":"`+strategy+`"},"template":{"spec":{"containers":[{"name":"kube-proxy","image":"`+img+`"}]}}}}`)
+			kubectl("-n", "kube-system", "delete", "pod", "-l", "k8s-app=kube-proxy", "--field-selector=spec.nodeName=node1", "--wait=true")
+		}
+		setImage("registry.invalid/kube-proxy:v1.36.3", "OnDelete")
+		alerts := prom.waitAlert(t, "SvctraceKubeProxyAbsent", "firing", 2*time.Minute)
+		if len(alerts) != 1 || alerts[0].Labels["instance"] != "node1" {
+			t.Errorf("SvctraceKubeProxyAbsent %+v, want it for node1 alone", alerts)
+		}
+		// Its version is the DaemonSet's image's, as a repair needs it.
+		m := agents["node1"].waitMetrics(t, time.Minute, "kube-proxy's version from its DaemonSet", func(m string) bool {
+			return strings.Contains(m, `svctrace_kube_proxy_absent 1`) && strings.Contains(m, `version="v1.36.3"`)
+		})
+		if !strings.Contains(m, "svctrace_kube_proxy_info{") {
+			t.Errorf("no kube-proxy info while kube-proxy is absent:\n%s", m)
+		}
+		out, _ := cli("drift", "--all-nodes", "-A")
+		if !strings.Contains(out, "node node1: kube-proxy does not answer on this node") || !strings.Contains(out, "where DaemonSet kube-system/kube-proxy runs it") {
+			t.Errorf("drift --all-nodes while kube-proxy is absent on node1:\n%s", out)
+		}
+		setImage(image, "RollingUpdate")
+		if err := l.StartKubeProxyPod("node1"); err != nil { // waits for its Pod to run
+			t.Fatal(err)
+		}
+		prom.waitNoAlerts(t, 2*time.Minute)
+	})
+
 	t.Run("a rule deleted on node1 fires SvctraceDrift there", func(t *testing.T) {
 		if err := l.StopKubeProxyPod("node1"); err != nil {
 			t.Fatal(err)
