@@ -64,7 +64,7 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	for _, n := range r.Nodes {
 		c.Frontends += n.Frontends
 		c.KubeProxy.Mode, c.KubeProxy.Backend = n.Mode, n.Backend
-		c.Behaviour = n.Behaviour
+		c.Behaviour, c.ServiceFrontends = n.Behaviour, n.ServiceFrontends
 	}
 	c.KubeProxy.Version = pc.Version
 	sr := a.rules()

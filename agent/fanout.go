@@ -73,7 +73,7 @@ func (n NodeReport) Findings() analysis.NodeFindings {
 	r := n.Report
 	f.Mode, f.Backend, f.Version, f.Frontends, f.Drift, f.Pending = r.Mode, r.Backend, r.Version, r.Frontends, r.Drift, len(r.Pending)
 	f.CheckedAt, f.PendingQueued = r.CheckedAt, r.KubeProxyWaiting
-	f.Behaviour = r.Behaviour
+	f.Behaviour, f.ServiceFrontends = r.Behaviour, r.ServiceFrontends
 	f.Notes = append(f.Notes, r.Notes...)
 	if r.Error != "" {
 		f.Notes = append(f.Notes, fmt.Sprintf("the agent's last check failed (%s): its findings are from %s", r.Error, r.CheckedAt.Format(time.RFC3339)))

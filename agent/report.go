@@ -49,6 +49,9 @@ type Report struct {
 	KubeProxyAbsent bool `json:"kubeProxyAbsent,omitempty"`
 	// Behaviour is the digest of what the node does with each frontend.
 	Behaviour []analysis.FrontendDigest `json:"behaviour,omitempty"`
+	// ServiceFrontends counts each Service port's frontends, for a
+	// report scoped to a namespace or a Service.
+	ServiceFrontends map[string]int `json:"serviceFrontends,omitempty"`
 }
 
 // ReportOf is the report of a status.
@@ -62,7 +65,7 @@ func ReportOf(s *Status) Report {
 		r.Mode, r.Backend, r.Version = g.KubeProxy.Mode, g.KubeProxy.Backend, g.KubeProxy.Version
 		r.KubeProxyStalled, r.KubeProxyLag, r.KubeProxyWaiting = g.KubeProxy.Stalled, g.KubeProxy.Lag, g.KubeProxy.Waiting
 		r.KubeProxyAbsent = g.KubeProxy.Absent
-		r.Behaviour = g.Behaviour
+		r.Behaviour, r.ServiceFrontends = g.Behaviour, g.ServiceFrontends
 		r.Drift = append(r.Drift, g.Drift...)
 		r.Pending = append(r.Pending, g.Pending...)
 	}

@@ -81,6 +81,8 @@ type Check struct {
 	// Behaviour is the digest of the node's behaviour, which the CLI
 	// compares with the other nodes'.
 	Behaviour []analysis.FrontendDigest
+	// ServiceFrontends counts each Service port's frontends.
+	ServiceFrontends map[string]int
 	// APIErr is why the API server could not be reached at the check,
 	// and APIDownSince since when: the objects checked against are then
 	// those the watches last had.

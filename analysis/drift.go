@@ -96,6 +96,10 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 		}
 		if o.Digest {
 			sum.Behaviour = nf.Behaviour
+			sum.ServiceFrontends = map[string]int{}
+			for _, f := range a.Observed.Frontends {
+				sum.ServiceFrontends[f.Service]++
+			}
 		}
 		r.Nodes = append(r.Nodes, sum)
 		seen = append(seen, nf)

@@ -28,7 +28,10 @@ type NodeFindings struct {
 	PendingQueued bool
 	// CheckedAt is when the agent's check started.
 	CheckedAt time.Time
-	Notes     []string
+	// ServiceFrontends counts each Service port's frontends (nil: not
+	// known; Frontends counts them all).
+	ServiceFrontends map[string]int
+	Notes            []string
 	// BytesRead is how much was read from the node.
 	BytesRead int
 	// Behaviour is the digest of the node's behaviour, to compare it
@@ -58,6 +61,14 @@ func DriftOfNodes(c *snapshot.Cluster, o DriftOptions, nodes []NodeFindings) (*D
 			continue
 		}
 		sum.Frontends, sum.Pending = n.Frontends, n.Pending
+		if n.ServiceFrontends != nil && (scope.Service != nil || scope.Namespace != "") {
+			sum.Frontends = 0
+			for spn, k := range n.ServiceFrontends {
+				if scope.Wants(spn) {
+					sum.Frontends += k
+				}
+			}
+		}
 		if n.Pending > 0 {
 			sum.PendingWhy = PendingUnconfirmed
 			if n.PendingQueued {

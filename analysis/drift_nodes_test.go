@@ -20,7 +20,7 @@ func TestDriftOfNodes(t *testing.T) {
 	c := snapshottest.Node(3, 1).Cluster
 	nodes := []analysis.NodeFindings{
 		{Node: "node1", Mode: "iptables", Backend: "legacy", Frontends: 3, Pending: 2, PendingQueued: true, BytesRead: 900,
-			CheckedAt: time.Now().Add(-3 * time.Second), Drift: []behavior.Finding{
+			CheckedAt: time.Now().Add(-3 * time.Second), ServiceFrontends: map[string]int{"ns-1/svc-1:http": 1, "ns-2/svc-2:http": 2}, Drift: []behavior.Finding{
 				{Type: behavior.MissingEndpoint, Node: "node1", Service: "ns-1/svc-1:http", Message: "m1"},
 				{Type: behavior.StaleFrontend, Node: "node1", Service: "ns-2/svc-2:http", Message: "m2"},
 			}},
@@ -53,8 +53,13 @@ func TestDriftOfNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err = analysis.DriftOfNodes(c, analysis.DriftOptions{Scope: analysis.Scope{Service: &ref}}, nodes[:1])
-	if err != nil || len(r.Findings) != 1 || r.Findings[0].Service != "ns-1/svc-1:http" {
+	if err != nil || len(r.Findings) != 1 || r.Findings[0].Service != "ns-1/svc-1:http" || r.Nodes[0].Frontends != 1 {
 		t.Errorf("scoped to ns-1/svc-1: %+v, %v", r, err)
+	}
+	// A namespace's frontends are its own, not the node's.
+	r, err = analysis.DriftOfNodes(c, analysis.DriftOptions{Scope: analysis.Scope{Namespace: "ns-2"}}, nodes[:1])
+	if err != nil || len(r.Findings) != 1 || r.Nodes[0].Frontends != 2 {
+		t.Errorf("scoped to ns-2: %+v, %v", r, err)
 	}
 	b.Reset()
 	r, err = analysis.DriftOfNodes(c, analysis.DriftOptions{}, []analysis.NodeFindings{{Node: "node1", Frontends: 3, Pending: 1}, nodes[1]})

@@ -42,6 +42,10 @@ type NodeSummary struct {
 	CheckAge  string       `json:"checkAge,omitempty"`
 	// Behaviour is the node's behaviour digest (DriftOptions.Digest).
 	Behaviour []FrontendDigest `json:"behaviour,omitempty"`
+	// ServiceFrontends counts the frontends of each Service port
+	// (DriftOptions.Digest): a report over the nodes' agents counts the
+	// ones of its scope from it.
+	ServiceFrontends map[string]int `json:"serviceFrontends,omitempty"`
 	// BytesRead is how much was read from the node (from its agent).
 	BytesRead int `json:"bytesRead,omitempty"`
 	// Error is why the node could not be read (its other fields are then
