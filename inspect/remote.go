@@ -45,9 +45,18 @@ type Remote struct {
 }
 
 // ErrNoAgent is the error of a node without a running agent Pod.
-type ErrNoAgent struct{ Node, Why string }
+type ErrNoAgent struct {
+	Node, Why string
+	// Replacing: its DaemonSet is replacing the agent's Pod (one Pod
+	// ends or is deleted, another is pending): the agent is deployed,
+	// and will answer in a moment.
+	Replacing bool
+}
 
 func (e *ErrNoAgent) Error() string {
+	if e.Replacing {
+		return fmt.Sprintf("node %s: %s: the agent is being replaced; try again in a moment", e.Node, e.Why)
+	}
 	return fmt.Sprintf("node %s: %s; deploy the agent (kubectl apply -f deploy/, see docs/cluster.md), or read the node on it with --local", e.Node, e.Why)
 }
 
@@ -61,18 +70,27 @@ func (r Remote) AgentPod(ctx context.Context, node string) (*corev1.Pod, error) 
 	if err != nil {
 		return nil, fmt.Errorf("node %s: finding the agent's Pod: %w", node, err)
 	}
-	var why string
+	var states []string
+	replacing := false
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			return p, nil
 		}
-		why = fmt.Sprintf("its agent Pod %s is %s", p.Name, p.Status.Phase)
+		state := string(p.Status.Phase)
+		if p.DeletionTimestamp != nil {
+			state = "terminating"
+		}
+		// A Pod that is pending or going, beside another, is a
+		// DaemonSet's replacement under way; a lone one that ended is
+		// not.
+		replacing = replacing || p.Status.Phase == corev1.PodPending || p.DeletionTimestamp != nil
+		states = append(states, fmt.Sprintf("Pod %s is %s", p.Name, state))
 	}
-	if why == "" {
-		why = fmt.Sprintf("no svctrace agent Pod runs there (namespace %s, labels %s)", AgentNamespace, AgentSelector)
+	if len(states) == 0 {
+		return nil, &ErrNoAgent{Node: node, Why: fmt.Sprintf("no svctrace agent Pod runs there (namespace %s, labels %s)", AgentNamespace, AgentSelector)}
 	}
-	return nil, &ErrNoAgent{Node: node, Why: why}
+	return nil, &ErrNoAgent{Node: node, Why: "its agent " + strings.Join(states, ", "), Replacing: replacing}
 }
 
 // Exec runs argv in a container of a Pod, with stdin, and returns its

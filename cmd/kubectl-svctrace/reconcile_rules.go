@@ -217,11 +217,11 @@ func (o *reconcileRulesOptions) applyThroughAgent(ctx context.Context) error {
 	if strings.TrimSpace(stdout) == "" {
 		return &exitCodeError{code: exitError, err: fmt.Errorf("node %s: the agent's reconcile rules: %s", o.node, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), "error: ")))}
 	}
-	var p reconcile.RulesPlan
-	if err := json.Unmarshal([]byte(stdout), &p); err != nil {
+	p, err := agentRulesPlan(stdout, code)
+	if err != nil {
 		return fmt.Errorf("node %s: the agent's answer: %w", o.node, err)
 	}
-	if err := o.print(&p, func(wide bool) { renderRulesPlan(o.Out, &p, wide) }); err != nil {
+	if err := o.print(p, func(wide bool) { renderRulesPlan(o.Out, p, wide) }); err != nil {
 		return err
 	}
 	if code != exitOK {
@@ -232,6 +232,20 @@ func (o *reconcileRulesOptions) applyThroughAgent(ctx context.Context) error {
 		return &exitCodeError{code: code, err: errors.New(msg)}
 	}
 	return nil
+}
+
+// agentRulesPlan reads the plan the agent's reconcile rules --apply
+// printed, which ended with code: an apply that failed before it wrote
+// anything was refused, whatever the plan says, never a dry run.
+func agentRulesPlan(stdout string, code int) (*reconcile.RulesPlan, error) {
+	var p reconcile.RulesPlan
+	if err := json.Unmarshal([]byte(stdout), &p); err != nil {
+		return nil, err
+	}
+	if code != exitOK && p.Apply == nil {
+		p.Refused = true
+	}
+	return &p, nil
 }
 
 func renderRulesPlan(w io.Writer, p *reconcile.RulesPlan, wide bool) {

@@ -119,3 +119,26 @@ func TestReconcileRulesNFTables(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentRulesPlanRefused: an apply the agent refused before writing
+// reads as refused, never as a dry run to repeat with --apply.
+func TestAgentRulesPlanRefused(t *testing.T) {
+	plan := `{"node":"node1","mode":"iptables","families":[{"family":"IPv4","changes":[{"op":"add","table":"nat","object":"KUBE-SVC-X"}]}]}`
+	for _, c := range []struct {
+		code int
+		want string
+	}{{exitError, "apply refused: nothing written"}, {exitOK, "dry run: nothing written"}} {
+		p, err := agentRulesPlan(plan, c.code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		renderRulesPlan(&b, p, false)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("exit %d:\n%s\nwant %q", c.code, b.String(), c.want)
+		}
+	}
+	if _, err := agentRulesPlan("not json", exitError); err == nil {
+		t.Error("an answer that is no plan was read")
+	}
+}
