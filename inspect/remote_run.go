@@ -24,6 +24,15 @@ func (r Remote) ApplyRules(ctx context.Context, node string, req nodeapi.RulesRe
 	return c.Rules(ctx, req)
 }
 
+// ApplyConntrack asks the agent on node for reconcile conntrack --apply.
+func (r Remote) ApplyConntrack(ctx context.Context, node string) (nodeapi.RunResult, error) {
+	c, err := r.agentClient(ctx, node)
+	if err != nil {
+		return nodeapi.RunResult{}, err
+	}
+	return c.Conntrack(ctx)
+}
+
 // RollbackRules asks the agent on node for reconcile rollback of a backup
 // kept there.
 func (r Remote) RollbackRules(ctx context.Context, node, backup string) (nodeapi.RunResult, error) {

@@ -104,6 +104,11 @@ func (c *NodeClient) Rules(ctx context.Context, r RulesRequest) (RunResult, erro
 	return c.run(ctx, PathRules, r)
 }
 
+// Conntrack runs reconcile conntrack --apply on the node.
+func (c *NodeClient) Conntrack(ctx context.Context) (RunResult, error) {
+	return c.run(ctx, PathConntrack, ConntrackRequest{})
+}
+
 // Rollback runs reconcile rollback on the node.
 func (c *NodeClient) Rollback(ctx context.Context, r RollbackRequest) (RunResult, error) {
 	return c.run(ctx, PathRollback, r)

@@ -36,6 +36,7 @@ const (
 	PathReport    = "/v1/report"
 	PathRules     = "/v1/reconcile/rules"
 	PathRollback  = "/v1/reconcile/rollback"
+	PathConntrack = "/v1/reconcile/conntrack"
 )
 
 // NodeStateRequest asks for the node's kernel state, with the conntrack
@@ -53,6 +54,16 @@ type RulesRequest struct {
 	// Backup is a file name in the agent's backup directory.
 	Backup string `json:"backup,omitempty"`
 	Force  bool   `json:"force,omitempty"`
+}
+
+// ConntrackRequest asks for reconcile conntrack --apply on the node: the
+// agent deletes the stale entries it finds itself, nothing the caller
+// names.
+type ConntrackRequest struct{}
+
+// args are the svctrace arguments of a conntrack request.
+func (ConntrackRequest) args(node string) []string {
+	return []string{"reconcile", "conntrack", "--local", "--node", node, "--apply", "-o", "json"}
 }
 
 // RollbackRequest asks for reconcile rollback of a backup file in the

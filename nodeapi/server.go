@@ -50,6 +50,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET "+PathReport, s.guard(VerbRead, s.report))
 	mux.Handle("POST "+PathRules, s.guard(VerbRepair, s.rules))
 	mux.Handle("POST "+PathRollback, s.guard(VerbRepair, s.rollback))
+	mux.Handle("POST "+PathConntrack, s.guard(VerbRepair, s.conntrack))
 	return mux
 }
 
@@ -191,6 +192,19 @@ func (s *Server) rollback(ctx context.Context, u User, body []byte) (int, any) {
 	defer s.repairing.Unlock()
 	s.logf("reconcile rollback", "user", u.Name, "groups", u.Groups, "backup", req.Backup)
 	return s.runResult(ctx, args)
+}
+
+func (s *Server) conntrack(ctx context.Context, u User, body []byte) (int, any) {
+	var req ConntrackRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return http.StatusBadRequest, Status{Message: "the reconcile conntrack request: " + err.Error()}
+	}
+	if !s.repairing.TryLock() {
+		return http.StatusConflict, Status{Message: fmt.Sprintf("another repair of node %s is running through its agent: try again when it has finished", s.Node)}
+	}
+	defer s.repairing.Unlock()
+	s.logf("reconcile conntrack --apply", "user", u.Name, "groups", u.Groups)
+	return s.runResult(ctx, req.args(s.Node))
 }
 
 func (s *Server) runResult(ctx context.Context, args []string) (int, any) {

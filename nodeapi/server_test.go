@@ -145,11 +145,16 @@ func TestReadCannotRepair(t *testing.T) {
 	refused(t, err, 403, `user "reader" may not update nodes/svctrace of node node1: that needs the svctrace-repair ClusterRole`)
 	_, err = reader.Rollback(ctx, RollbackRequest{Backup: "rules-node1.yaml"})
 	refused(t, err, 403, "svctrace-repair")
+	_, err = reader.Conntrack(ctx)
+	refused(t, err, 403, "svctrace-repair")
 
 	repairer := tokenClient(t, pod, "w")
 	res, err := repairer.Rules(ctx, RulesRequest{Service: "default/web", KubeProxyVersion: "v1.36.3", Force: true, Backup: "/var/lib/svctrace/backups/b.yaml"})
 	if err != nil || res.ExitCode != 1 || res.Stdout != `{"kind":"RulesPlan"}` || !strings.Contains(res.Stderr, "kube-proxy is running") {
 		t.Errorf("repairer's rules: %+v, %v", res, err)
+	}
+	if res, err := repairer.Conntrack(ctx); err != nil || res.ExitCode != 1 {
+		t.Errorf("repairer's conntrack: %+v, %v", res, err)
 	}
 
 	_, err = tokenClient(t, pod, "n").NodeState(ctx, nil)
@@ -167,6 +172,7 @@ func TestReadCannotRepair(t *testing.T) {
 		{[]string{"node-state", "--node", "node1", "--conntrack-dst-stdin"}, "10.96.0.10\nfd00::1\n"},
 		{[]string{"reconcile", "rules", "--local", "--node", "node1", "--apply", "-o", "json", "--requested-by=repairer", "--service", "default/web",
 			"--kube-proxy-version", "v1.36.3", "--backup", "/var/lib/svctrace/backups/b.yaml", "--force"}, ""},
+		{[]string{"reconcile", "conntrack", "--local", "--node", "node1", "--apply", "-o", "json"}, ""},
 	}
 	if got := ran(); !slices.EqualFunc(got, want, func(a, b ranCmd) bool { return slices.Equal(a.args, b.args) && a.stdin == b.stdin }) {
 		t.Errorf("ran %q, want %q", got, want)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,19 +52,25 @@ func newReconcileConntrackCommand(streams genericiooptions.IOStreams) *cobra.Com
 		Long: `List the conntrack entries of a node that NAT a Service's clients to a backend
 that is no longer a serving endpoint (or no longer in the node's rules), and
 UDP entries made while a Service had no endpoints: the entries a failed
-kube-proxy cleanup leaves behind. With --apply (on the node, --local), delete
-those entries and nothing else, then read the table again and report what is
-left. TCP and SCTP flows to terminating endpoints drain by themselves and are
+kube-proxy cleanup leaves behind. With --apply, delete those entries and
+nothing else, then read the table again and report what is left: on the node
+with --local, or from a workstation through the node's agent, for a caller
+the API server lets repair the node (the svctrace-repair role of
+deploy/cli-rbac.yaml). TCP and SCTP flows to terminating endpoints drain by themselves and are
 left alone.
 
 Exit codes: 0 nothing stale (or all of it deleted), 1 stale entries listed
 (dry run) or left after --apply, 2 error.`,
-		Example: `  kubectl svctrace reconcile conntrack --local --node "$(hostname)"
+		Example: `  kubectl svctrace reconcile conntrack --node node1
+  kubectl svctrace reconcile conntrack --node node1 --apply
   kubectl svctrace reconcile conntrack --local --node "$(hostname)" --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.completeApply(o.apply, false); err != nil {
+			if err := o.completeApply(o.apply, true); err != nil {
 				return err
+			}
+			if o.apply && !o.local {
+				return o.applyThroughAgent(cmd.Context())
 			}
 			return o.run(cmd)
 		},
@@ -131,7 +139,7 @@ func renderRepair(w io.Writer, r *reconcile.ConntrackReport) {
 			fmt.Fprintf(w, "  left: %s %s -> %s\n", f.Service, f.Client, orNone(f.Backend))
 		}
 	} else if len(r.Stale) > 0 {
-		fmt.Fprintln(w, "dry run: nothing deleted (add --apply on the node)")
+		fmt.Fprintln(w, "dry run: nothing deleted (add --apply)")
 	}
 }
 
@@ -140,4 +148,35 @@ func orNone(s string) string {
 		return "(untranslated)"
 	}
 	return s
+}
+
+// applyThroughAgent asks the node's agent for the deletion: it reads the
+// objects and the table there and deletes what it finds stale.
+func (o *reconcileConntrackOptions) applyThroughAgent(ctx context.Context) error {
+	r, err := o.remote()
+	if err != nil {
+		return err
+	}
+	res, err := r.ApplyConntrack(ctx, o.node)
+	if err != nil {
+		return err
+	}
+	msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(res.Stderr), "error: "))
+	if strings.TrimSpace(res.Stdout) == "" {
+		return &exitCodeError{code: exitError, err: fmt.Errorf("node %s: the agent's reconcile conntrack: %s", o.node, msg)}
+	}
+	var rep reconcile.ConntrackReport
+	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
+		return fmt.Errorf("node %s: the agent's answer: %w", o.node, err)
+	}
+	if err := o.print(&rep, func(wide bool) { renderRepair(o.Out, &rep) }); err != nil {
+		return err
+	}
+	if res.ExitCode != exitOK {
+		if msg == "" {
+			return &exitCodeError{code: res.ExitCode}
+		}
+		return &exitCodeError{code: res.ExitCode, err: errors.New(msg)}
+	}
+	return nil
 }

@@ -504,6 +504,14 @@ spec:
 		if out, code := cli("drift", "--node", "node1", "-A"); code != 0 {
 			t.Errorf("drift after the repair: exit %d\n%s", code, out)
 		}
+		// The conntrack repair goes the same way: for carol, not for alice.
+		if out, code := cli("reconcile", "conntrack", "--node", "node1", "--apply", "--as", "carol"); code != 0 ||
+			!strings.Contains(out, "node node1: 0 stale conntrack entries") || !strings.Contains(out, "read again: 0 stale entries left") {
+			t.Errorf("reconcile conntrack --node node1 --apply as carol: exit %d\n%s", code, out)
+		}
+		if out, code := cli("reconcile", "conntrack", "--node", "node1", "--apply", "--as", "alice"); code != 2 || !strings.Contains(out, "svctrace-repair") {
+			t.Errorf("reconcile conntrack --node node1 --apply as alice: exit %d\n%s", code, out)
+		}
 		if out, code := cli("reconcile", "rollback", "--node", "node1", backup[1], "--as", "carol"); code != 0 || !strings.Contains(out, "1 change put back") {
 			t.Errorf("reconcile rollback --node node1: exit %d\n%s", code, out)
 		}
