@@ -85,7 +85,8 @@ func NewNodeClient(cfg *rest.Config, pod *corev1.Pod) (*NodeClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the kubeconfig's credentials: %w", err)
 	}
-	return &NodeClient{pod: name, base: "https://" + net.JoinHostPort(host, strconv.Itoa(port)), http: &http.Client{Transport: rt}}, nil
+	// --request-timeout bounds each call, as it bounds the API server's.
+	return &NodeClient{pod: name, base: "https://" + net.JoinHostPort(host, strconv.Itoa(port)), http: &http.Client{Transport: rt, Timeout: cfg.Timeout}}, nil
 }
 
 // NodeState reads the node's kernel state (a snapshot of one node),

@@ -152,7 +152,7 @@ func (o *commonOptions) validate() error {
 func (o *commonOptions) addNodesFlags(cmd *cobra.Command, allNodes string) {
 	cmd.Flags().BoolVar(&o.allNodes, "all-nodes", false, allNodes)
 	cmd.Flags().IntVar(&o.concurrency, "max-concurrent", 16, "With --all-nodes from a workstation: nodes read at once")
-	cmd.Flags().DurationVar(&o.nodeTimeout, "node-timeout", time.Minute, "With --all-nodes from a workstation: how long one node may take")
+	cmd.Flags().DurationVar(&o.nodeTimeout, "node-timeout", time.Minute, "From a workstation: how long one node may take (with --node or --all-nodes)")
 }
 
 // clusterNodeNames are the nodes of the cluster, sorted.
@@ -431,7 +431,9 @@ func (o *commonOptions) remoteNodeState(ctx context.Context, s *snapshot.Snapsho
 		return nil, err
 	}
 	nodes := []string{o.node}
-	fan := inspect.FanOut{Concurrency: 1}
+	// One node is bounded as each of many is: a node that does not
+	// answer is the same error either way.
+	fan := inspect.FanOut{Concurrency: 1, Timeout: o.nodeTimeout}
 	if o.allNodes {
 		if nodes = clusterNodeNames(s.Cluster); len(nodes) == 0 {
 			return nil, errors.New("the cluster lists no nodes")
