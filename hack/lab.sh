@@ -6,8 +6,12 @@
 #
 #   hack/lab.sh up [--proxy-mode iptables|nftables] [--version 1.36.3] [--nodes N]
 #   hack/lab.sh status
+#   hack/lab.sh load-image FILE    # an image archive (docker save's layout) into every node
+#   hack/lab.sh images             # the images each node has
 #   hack/lab.sh down
 #
+# The nodes pull nothing (no registry): a Pod runs an image loaded with load-image (hack/image.sh
+# writes svctrace's, svctrace-image.tar) and says imagePullPolicy: Never or IfNotPresent.
 # up prints a KUBECONFIG for this host (the API server is forwarded to the host's loopback) and how
 # to enter a node; down removes every namespace, process, mount, cgroup and directory of the lab.
 # Needs root, Go and apt (hack/test-all.sh installs the packages; up does too when missing).
@@ -48,6 +52,37 @@ describe() {
 	grep -o '"netns": "[^"]*"' "$state/state.json" | sed 's/"netns": "\(.*\)"/  ip netns exec \1 bash/'
 	echo "  ip netns exec $(grep -o '"netns": "[^"]*node1"' "$state/state.json" | cut -d'"' -f4) kubectl-svctrace drift --local -A --node node1 --kubeconfig $(field labKubeconfig)"
 	echo "Logs of every component: $(field logs)"
+	echo
+	echo "Images: the nodes pull nothing; load an archive into every node with"
+	echo "  hack/lab.sh load-image svctrace-image.tar     (hack/image.sh writes it; hack/lab.sh images lists them)"
+	echo "kube-proxy off a node (its DaemonSet's affinity excludes the label), and back:"
+	echo "  kubectl label node node1 lab.svctrace.dev/no-kube-proxy=true"
+	echo "  kubectl label node node1 lab.svctrace.dev/no-kube-proxy-"
+}
+
+sockets() { # the nodes' names and containerd addresses, one "NAME SOCKET" a line
+	paste -d' ' <(sed -n 's/^ *"name": "\(.*\)",$/\1/p' "$state/state.json") \
+		<(sed -n 's/^ *"containerd": "\(.*\)"$/\1/p' "$state/state.json")
+}
+
+load_image() {
+	[ $# -eq 1 ] && [ -f "$1" ] || die "usage: hack/lab.sh load-image FILE (an image archive, as docker save or hack/image.sh writes it)"
+	running || die "no lab is up"
+	local name sock
+	while read -r name sock; do
+		[ -n "$sock" ] || die "node $name: no containerd address in $state/state.json (a lab from an older hack/lab.sh: down and up again)"
+		ctr --address "$sock" --namespace k8s.io images import "$1" >/dev/null || die "node $name: ctr images import $1 failed"
+		echo "loaded $1 into node $name"
+	done < <(sockets)
+}
+
+images() {
+	running || die "no lab is up"
+	local name sock
+	while read -r name sock; do
+		echo "node $name:"
+		ctr --address "$sock" --namespace k8s.io images ls -q | grep -v '^sha256:' | sed 's/^/  /'
+	done < <(sockets)
 }
 
 up() {
@@ -84,6 +119,9 @@ up() {
 	bash test/tools/build.sh "$version" kube-apiserver etcd kube-proxy kubelet kube-controller-manager kube-scheduler kubectl
 	rm -rf "$state"
 	mkdir -p "$state"
+	# The agent's backups go to /var/lib/svctrace (a hostPath, on this host's disk: the nodes
+	# share it); down removes it if the lab made it.
+	[ -e /var/lib/svctrace ] || touch "$state/made-var-lib-svctrace"
 	CGO_ENABLED=0 go build -o "$state/labctl" ./test/lab/cmd/labctl
 	echo "== starting the lab"
 	args=(serve -state "$state" -proxy-mode "$mode" -nodes "$nodes" -api "${SVCTRACE_LAB_API:-127.0.0.1:6443}")
@@ -138,6 +176,9 @@ down() {
 	if [ ${#left[@]} -gt 0 ]; then
 		die "left behind: ${left[*]} (the log: $state/labctl.log)"
 	fi
+	if [ -f "$state/made-var-lib-svctrace" ]; then
+		rm -rf /var/lib/svctrace
+	fi
 	rm -rf "$state"
 	echo "lab down: no namespace, process, mount, cgroup or directory left"
 }
@@ -145,8 +186,10 @@ down() {
 case ${1:-} in
 up) shift; up "$@" ;;
 down) down ;;
+load-image) shift; load_image "$@" ;;
+images) images ;;
 status)
 	if running; then describe; else echo "no lab is up"; exit 1; fi
 	;;
-*) die "usage: hack/lab.sh up [--proxy-mode iptables|nftables] [--version 1.36.3] [--nodes N] | status | down" ;;
+*) die "usage: hack/lab.sh up [--proxy-mode iptables|nftables] [--version 1.36.3] [--nodes N] | status | load-image FILE | images | down" ;;
 esac

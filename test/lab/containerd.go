@@ -151,3 +151,12 @@ func (l *Lab) ImportImages(ctx context.Context, archive string) error {
 	}
 	return nil
 }
+
+// ContainerdSocket is the address of the node's containerd ("" without
+// Options.Kubelets), for ctr --address.
+func (n *Node) ContainerdSocket() string {
+	if n.runtime == nil {
+		return ""
+	}
+	return n.runtime.socket
+}

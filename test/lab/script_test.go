@@ -90,6 +90,22 @@ func TestLabScript(t *testing.T) {
 		t.Errorf("kubectl exec %s -- kube-proxy --version = %q, want %s", pod, v, st.Version)
 	}
 
+	// An image archive loaded into every node, as the README's set-up
+	// loads svctrace's: here kube-proxy's, which the lab built.
+	archive, err := buildKubeProxyImage(context.Background(), st.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := lab("load-image", archive); err != nil || !strings.Contains(out, "into node node1") || !strings.Contains(out, "into node node2") {
+		t.Errorf("hack/lab.sh load-image: %v\n%s", err, out)
+	}
+	if out, err := lab("images"); err != nil || strings.Count(out, "kube-proxy:"+st.Version) != 2 {
+		t.Errorf("hack/lab.sh images: %v\n%s", err, out)
+	}
+	if out, err := lab("load-image", "/nonexistent.tar"); err == nil || !strings.Contains(out, "usage: hack/lab.sh load-image FILE") {
+		t.Errorf("hack/lab.sh load-image of no file: %v\n%s", err, out)
+	}
+
 	out, err = lab("down")
 	downed = true
 	if err != nil {

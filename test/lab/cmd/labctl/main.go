@@ -46,6 +46,8 @@ type Node struct {
 	Name  string `json:"name"`
 	IP    string `json:"ip"`
 	NetNS string `json:"netns"`
+	// Containerd is the address of the node's containerd.
+	Containerd string `json:"containerd"`
 }
 
 func main() {
@@ -90,7 +92,7 @@ func main() {
 	st.Ready, st.Prefix, st.Kubeconfig, st.API, st.Logs = true, l.Prefix(), kc, ln.Addr().String(), l.Dir
 	st.ControlNS, st.LabKubeconfig = l.ControlPlaneNetNS(), l.Kubeconfig
 	for _, n := range l.Nodes() {
-		st.Nodes = append(st.Nodes, Node{Name: n.Name, IP: n.IP, NetNS: n.NetNS})
+		st.Nodes = append(st.Nodes, Node{Name: n.Name, IP: n.IP, NetNS: n.NetNS, Containerd: n.ContainerdSocket()})
 	}
 	writeState(*stateDir, st)
 	// The lab tears itself down on SIGTERM and SIGINT and then ends the process.
