@@ -35,6 +35,10 @@ type traceScreen struct {
 
 var traceLabels = []string{"node", "source", "destination", "from"}
 
+// traceFieldWidth is the width of the trace form's fields: an IPv6
+// address with a port and a protocol fits.
+const traceFieldWidth = 52
+
 func newTraceScreen(a *App) *traceScreen {
 	s := &traceScreen{editing: true}
 	placeholders := []string{"node1", "10.244.1.5", "10.96.0.10:53/udp", "pod, node or external"}
@@ -42,6 +46,9 @@ func newTraceScreen(a *App) *traceScreen {
 		f := steadyInput()
 		f.Prompt = fmt.Sprintf("%-12s ", traceLabels[i]+":")
 		f.Placeholder = p
+		// Without a width, an empty field shows only the placeholder's
+		// first character ("1" for 10.244.1.5).
+		f.SetWidth(traceFieldWidth)
 		s.fields = append(s.fields, f)
 	}
 	if a.sv != nil {

@@ -129,6 +129,19 @@ func TestConnectionsView(t *testing.T) {
 	golden(t, a, "connections")
 }
 
+// TestTraceFormEmpty: the empty fields of the trace form show their
+// whole examples, not their first character.
+func TestTraceFormEmpty(t *testing.T) {
+	a := newTestApp(t, loadExample(t, nftSnapshot), nftSnapshot)
+	press(a, "t")
+	got := screenText(a)
+	for _, want := range []string{"source:      10.244.1.5", "destination: 10.96.0.10:53/udp"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in the empty form:\n%s", want, got)
+		}
+	}
+}
+
 func TestTraceView(t *testing.T) {
 	a := newTestApp(t, loadExample(t, nftSnapshot), nftSnapshot)
 	press(a, "t", "10.244.1.20", "tab", "10.96.2.225:80", "enter")
