@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -127,11 +128,22 @@ func (s *pathsScreen) build(a *App) {
 	if r.Skipped != "" {
 		text("  " + wording.Printable(r.Skipped))
 	}
+	drifting := map[string][]string{} // a frontend's text: its findings' types
+	for _, fd := range r.Findings {
+		for _, fr := range fd.Frontends {
+			if !slices.Contains(drifting[fr], fd.Type) {
+				drifting[fr] = append(drifting[fr], fd.Type)
+			}
+		}
+	}
 	for _, f := range r.Frontends {
 		text("")
 		head := st.Header.Render(f.Key.String())
 		if f.Service != "" {
 			head += "  " + f.Service
+		}
+		if types := drifting[f.Key.String()]; len(types) > 0 {
+			head += "  " + st.Drift.Render("drift: "+strings.Join(types, ", "))
 		}
 		add(pathItem{text: head, anchor: frontendAnchor(f.Key.String()), copy: f.Key.Addr(), selectable: true})
 		var extras []string
@@ -221,6 +233,14 @@ func (s *pathsScreen) outcome(st Styles, f behavior.Frontend, c behavior.SourceC
 		s.items = append(s.items, pathItem{text: line, id: bid, copy: b.Endpoint, selectable: true})
 		if s.open[bid] {
 			s.rules(st, b.Rules)
+		}
+	}
+	if l := o.Leftover; l != nil {
+		lid := backendID(f, c, "leftover")
+		line := fmt.Sprintf("      %s %-5s %s", expander(s.open[lid]), behavior.FormatProbability(l.Probability), st.Drift.Render(trace.LeftoverText(l)))
+		s.items = append(s.items, pathItem{text: line, id: lid, copy: trace.LeftoverText(l), selectable: true})
+		if s.open[lid] {
+			s.rules(st, l.Rules)
 		}
 	}
 }

@@ -111,6 +111,9 @@ func TestFindingsView(t *testing.T) {
 			t.Errorf("the cursor is on %q, not on the stale endpoint 10.244.1.11:8080", l)
 		}
 	}
+	if !strings.Contains(got, "ClusterIP 10.96.2.225:80/TCP  default/web:http  drift: StaleEndpoint") {
+		t.Errorf("the drifting frontend is not marked:\n%s", got)
+	}
 	golden(t, a, "findings-opened")
 	healthy := newTestApp(t, loadExample(t, nftSnapshot), nftSnapshot)
 	press(healthy, "f")
