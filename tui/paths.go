@@ -65,7 +65,11 @@ func (s *pathsScreen) crumb() string {
 func (s *pathsScreen) typing() bool { return false }
 
 func (s *pathsScreen) keys(k keyMap) []key.Binding {
-	return []key.Binding{k.Unfold, k.Connections, k.Copy}
+	// Enter is offered only on a row it unfolds.
+	if s.list.cursor < len(s.items) && s.items[s.list.cursor].id != "" {
+		return []key.Binding{k.Unfold, k.Connections, k.Copy}
+	}
+	return []key.Binding{k.Connections, k.Copy}
 }
 
 // reload explains the Service on the node off the UI's goroutine: the
@@ -209,9 +213,11 @@ func (s *pathsScreen) outcome(st Styles, f behavior.Frontend, c behavior.SourceC
 	case behavior.Unhandled, behavior.Unknown:
 		style = st.Unhandled
 	}
-	id := backendID(f, c, "")
-	mark := " "
+	id, mark := "", " "
 	if o.Verdict != behavior.Forward && len(o.Rules) > 0 {
+		// Only a verdict's rules unfold here; a forward's are its
+		// backends'.
+		id = backendID(f, c, "")
 		mark = expander(s.open[id])
 	}
 	s.items = append(s.items, pathItem{text: fmt.Sprintf("  %s %-14s %s", mark, trace.ClassLabel(c)+":", style.Render(verdict)), id: id, copy: verdict, selectable: true})

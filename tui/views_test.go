@@ -83,7 +83,18 @@ func TestPathsView(t *testing.T) {
 	a := newTestApp(t, loadExample(t, nftSnapshot), nftSnapshot)
 	press(a, "/", "default/web ", "enter", "enter", "enter")
 	golden(t, a, "paths")
-	press(a, "j", "j", "enter")
+	// Enter is offered only where it unfolds something: not on a
+	// frontend's heading or a forward's line, on a backend.
+	for _, step := range []struct {
+		keys  []string
+		enter bool
+	}{{nil, false}, {[]string{"j"}, false}, {[]string{"j"}, true}} {
+		press(a, step.keys...)
+		if got := screenText(a); strings.Contains(got, "enter rules") != step.enter {
+			t.Errorf("after %v, the footer offers enter: %v, want %v:\n%s", step.keys, !step.enter, step.enter, got)
+		}
+	}
+	press(a, "enter")
 	got := screenText(a)
 	if !strings.Contains(got, "dnat ip to") {
 		t.Errorf("an expanded backend does not show its DNAT rule:\n%s", got)
