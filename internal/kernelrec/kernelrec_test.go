@@ -3,9 +3,12 @@ package kernelrec
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -85,5 +88,26 @@ func TestPlayer(t *testing.T) {
 	}
 	if _, err := p.Answer(req); err == nil {
 		t.Error("a request past the recording was answered")
+	}
+}
+
+// TestErrNames: an errno is recorded by its name and played back as
+// itself; an errno without a name and an error that is none keep what
+// they can.
+func TestErrNames(t *testing.T) {
+	for _, e := range []syscall.Errno{syscall.ENOBUFS, syscall.EAGAIN, syscall.ENOENT, syscall.EPERM} {
+		name := ErrName(fmt.Errorf("wrapped: %w", e))
+		if got := Err(name); !errors.Is(got, e) {
+			t.Errorf("%v recorded as %q, played back as %v", e, name, got)
+		}
+	}
+	if got := Err(ErrName(syscall.Errno(4000))); !errors.Is(got, syscall.Errno(4000)) {
+		t.Errorf("errno 4000 played back as %v", got)
+	}
+	if name := ErrName(errors.New("closed")); name != "errno 0 closed" || Err(name).Error() != "recorded error: closed" {
+		t.Errorf("an error that is no errno: %q, %v", name, Err(name))
+	}
+	if err := Err("EWHATEVER"); err == nil || !strings.Contains(err.Error(), "EWHATEVER") {
+		t.Errorf("an unknown name: %v", err)
 	}
 }

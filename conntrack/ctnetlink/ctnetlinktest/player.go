@@ -86,10 +86,7 @@ func (p *Player) receive() ([]byte, error) {
 	}
 	if p.cur.Err != "" && !p.errSent {
 		p.errSent = true
-		if errno := errnoValue(p.cur.Err); errno != 0 {
-			return nil, errno
-		}
-		return nil, fmt.Errorf("ctnetlinktest: request %d: recorded error %s", p.n, p.cur.Err)
+		return nil, fmt.Errorf("ctnetlinktest: request %d: %w", p.n, kernelrec.Err(p.cur.Err))
 	}
 	if p.n == 0 {
 		return nil, errors.New("ctnetlinktest: receive before any request")
@@ -175,16 +172,6 @@ func (c *playConn) Close() error {
 	}
 	c.closed = true
 	return nil
-}
-
-// errnoValue is the errno named name (ENOBUFS), 0 if none is.
-func errnoValue(name string) unix.Errno {
-	for e := unix.Errno(1); e < 256; e++ {
-		if unix.ErrnoName(e) == name {
-			return e
-		}
-	}
-	return 0
 }
 
 // Note returns the recording's note.

@@ -56,13 +56,14 @@ func (r *Recorder) Write(path string, note ...string) error {
 	return nil
 }
 
-// errnoName is the name of err's errno, or "" when err is not one.
+// errnoName is how the recording names err's errno (kernelrec.ErrName),
+// "" when err is not one: only the kernel's answers are recorded.
 func errnoName(err error) string {
 	var errno unix.Errno
 	if !errors.As(err, &errno) {
 		return ""
 	}
-	return unix.ErrnoName(errno)
+	return kernelrec.ErrName(errno)
 }
 
 func (r *Recorder) sent(b []byte, err error) {

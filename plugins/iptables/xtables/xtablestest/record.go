@@ -1,9 +1,7 @@
 package xtablestest
 
 import (
-	"errors"
 	"strings"
-	"syscall"
 
 	"github.com/svctrace/svctrace/internal/kernelrec"
 	"github.com/svctrace/svctrace/plugins/iptables/xtables"
@@ -58,16 +56,11 @@ func (r *Recorder) Recording(note ...string) *kernelrec.Recording {
 	return &rec
 }
 
-// errName is the name of the errno err wraps (EAGAIN), or its text.
+// errName is how the recording names err (kernelrec.ErrName), "" for
+// none.
 func errName(err error) string {
 	if err == nil {
 		return ""
 	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		if n := errnoName(e); n != "" {
-			return n
-		}
-	}
-	return err.Error()
+	return kernelrec.ErrName(err)
 }

@@ -16,10 +16,8 @@ package xtablestest
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 
 	"github.com/svctrace/svctrace/internal/kernelrec"
 	"github.com/svctrace/svctrace/plugins/iptables/xtables"
@@ -84,7 +82,7 @@ func (p *Player) answer(req []byte) ([]byte, error) {
 		return nil, fmt.Errorf("xtablestest: asked %q: %w", req, err)
 	}
 	if e.Err != "" {
-		return nil, errnoNamed(e.Err)
+		return nil, kernelrec.Err(e.Err)
 	}
 	if len(e.Replies) != 1 {
 		return nil, fmt.Errorf("xtablestest: %q: the recording has %d replies, not one", req, len(e.Replies))
@@ -114,15 +112,4 @@ func (p *Player) Get(opt xtables.Option, buf []byte) error {
 	}
 	copy(buf, rep)
 	return nil
-}
-
-// errnoNamed is the errno of a recorded name (EAGAIN), or an error of the
-// text recorded when no errno has that name.
-func errnoNamed(name string) error {
-	for e := syscall.Errno(1); e < 4096; e++ {
-		if errnoName(e) == name {
-			return e
-		}
-	}
-	return errors.New(name)
 }

@@ -106,7 +106,7 @@ func TestPlayErrors(t *testing.T) {
 	if _, err := p.Tables(); err == nil || !strings.Contains(err.Error(), `asked "tables ip6_tables_names": request 1 differs`) {
 		t.Errorf("another request: %v", err)
 	}
-	if err := errnoNamed("ENOTANERRNO"); err == nil || err.Error() != "ENOTANERRNO" {
+	if err := kernelrec.Err("ENOTANERRNO"); err == nil || !strings.Contains(err.Error(), "ENOTANERRNO") {
 		t.Errorf("an unknown errno name: %v", err)
 	}
 }

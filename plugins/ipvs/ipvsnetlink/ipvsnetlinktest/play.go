@@ -3,9 +3,6 @@ package ipvsnetlinktest
 import (
 	"fmt"
 	"os"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/svctrace/svctrace/internal/kernelrec"
 	"github.com/svctrace/svctrace/plugins/ipvs/ipvsnetlink"
@@ -74,21 +71,11 @@ func (s *playSocket) Receive() ([]byte, error) {
 		s.replies = s.replies[1:]
 		return b, nil
 	case s.errno != "":
-		return nil, os.NewSyscallError("recvfrom", errnoOf(s.errno))
+		return nil, os.NewSyscallError("recvfrom", kernelrec.Err(s.errno))
 	case !s.asked:
 		return nil, fmt.Errorf("playing back netlink: a receive before any request")
 	}
 	// The kernel would block here: the reader waits for more than it was
 	// answered.
 	return nil, fmt.Errorf("playing back netlink: the recorded answer has no more datagrams")
-}
-
-// errnoOf is the errno of a name ErrnoName gives.
-func errnoOf(name string) error {
-	for e := syscall.Errno(1); e < 256; e++ {
-		if unix.ErrnoName(e) == name {
-			return e
-		}
-	}
-	return fmt.Errorf("errno %s", name)
 }

@@ -107,7 +107,7 @@ func (p *player) Recv(buf []byte) (int, error) {
 	case p.closed:
 		return 0, errors.New("nfnetlinktest: receive on a closed socket")
 	case len(p.pending) == 0 && p.errno != "":
-		return 0, errnoValue(p.errno)
+		return 0, kernelrec.Err(p.errno)
 	case len(p.pending) == 0 && !p.asked:
 		return 0, errors.New("nfnetlinktest: receive before any request")
 	case len(p.pending) == 0:

@@ -158,14 +158,3 @@ func TestPlayErrors(t *testing.T) {
 		t.Error("a send on a closed socket")
 	}
 }
-
-func TestErrnoNames(t *testing.T) {
-	for _, err := range []error{syscall.ENOBUFS, syscall.Errno(250)} {
-		if back := errnoValue(errnoName(err)); !errors.Is(back, err) {
-			t.Errorf("%v recorded as %q reads back as %v", err, errnoName(err), back)
-		}
-	}
-	if back := errnoValue(errnoName(errors.New("odd"))); back == nil || !strings.Contains(back.Error(), "odd") {
-		t.Errorf("a non-errno error reads back as %v", back)
-	}
-}

@@ -72,7 +72,7 @@ func (s *recorded) Send(req []byte) error {
 	s.r.flush()
 	s.r.cur = &kernelrec.Exchange{Request: req}
 	if err != nil {
-		s.r.cur.Err = errnoName(err)
+		s.r.cur.Err = kernelrec.ErrName(err)
 	}
 	return err
 }
@@ -83,7 +83,7 @@ func (s *recorded) Recv(buf []byte) (int, error) {
 	defer s.r.mu.Unlock()
 	if s.r.cur != nil {
 		if err != nil {
-			s.r.cur.Err = errnoName(err)
+			s.r.cur.Err = kernelrec.ErrName(err)
 		} else {
 			s.r.cur.Replies = append(s.r.cur.Replies, bytes.Clone(buf[:n]))
 		}

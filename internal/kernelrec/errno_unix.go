@@ -1,6 +1,6 @@
-//go:build linux
+//go:build unix
 
-package xtablestest
+package kernelrec
 
 import (
 	"syscall"
