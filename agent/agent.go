@@ -151,9 +151,10 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // wait returns when the next check is due: Interval after the last one
-// started (Quiet when it left differences pending), or once the objects have been quiet for Debounce after a
-// change (the kernel's rules for KernelDebounce), but never sooner than
-// the gap after the last (MinGap, or twice the last check's time).
+// started (Quiet when it left differences pending), or once the objects
+// have been quiet for Debounce after a change (the kernel's rules for
+// KernelDebounce), but never sooner than the gap after the last (MinGap,
+// or twice the last check's time).
 func (a *Agent) wait(ctx context.Context, last time.Time) error {
 	interval := a.opts.Interval
 	if g := a.status.Load().Good; g != nil && len(g.Pending) > 0 {

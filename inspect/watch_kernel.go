@@ -9,8 +9,11 @@ import (
 )
 
 // WatchKernel calls changed soon after each change of the kernel state
-// the planes read in the calling thread's network namespace, through
-// every plane that can tell (dataplane.KernelWatcher), until ctx ends.
+// the planes read, through every plane that can tell
+// (dataplane.KernelWatcher), until ctx ends. Each plane watches on a
+// goroutine of its own, so in the process's network namespace (the
+// agent's threads are all in its node's), not a namespace one thread
+// joined.
 // failed hears each plane that cannot watch, with why (its changes are
 // then seen only by reading). It returns once every watch has stopped.
 func WatchKernel(ctx context.Context, changed func(), failed func(mode string, err error)) {
