@@ -111,3 +111,34 @@ func TestErrNames(t *testing.T) {
 		t.Errorf("an unknown name: %v", err)
 	}
 }
+
+// TestRecorder: a request sent starts an exchange that the datagrams
+// received after it, or the errno a receive met, complete; a receive
+// before any request, and an error that is no errno, are not recorded.
+func TestRecorder(t *testing.T) {
+	var r Recorder
+	r.Received([]byte("early"), nil)
+	r.Sent([]byte("q1"), nil)
+	buf := []byte("a1")
+	r.Received(buf, nil)
+	buf[0] = 'X' // a reused buffer: the recording keeps its own copy
+	r.Received(nil, errors.New("closed"))
+	r.Sent([]byte("q2"), nil)
+	r.Received(nil, fmt.Errorf("recv: %w", syscall.ENOBUFS))
+	r.Sent([]byte("q3"), syscall.EPERM)
+	r.Add([]byte("q4"), [][]byte{[]byte("a4")}, "")
+	got := r.Recording("n")
+	want := &Recording{Note: []string{"n"}, Exchanges: []Exchange{
+		{Request: []byte("q1"), Replies: [][]byte{[]byte("a1")}},
+		{Request: []byte("q2"), Err: "ENOBUFS"},
+		{Request: []byte("q3"), Err: "EPERM"},
+		{Request: []byte("q4"), Replies: [][]byte{[]byte("a4")}},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("recorded\n%#v\nwant\n%#v", got, want)
+	}
+	r.Sent([]byte("q5"), nil)
+	if len(got.Exchanges) != 4 {
+		t.Error("a recording taken changes with the recorder")
+	}
+}

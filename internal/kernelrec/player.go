@@ -44,17 +44,3 @@ func (p *Player) Done() error {
 	}
 	return nil
 }
-
-// Recorder collects exchanges as a reader makes them.
-type Recorder struct {
-	Rec Recording
-}
-
-// Add appends one exchange (the slices are copied).
-func (r *Recorder) Add(req []byte, replies [][]byte, errno string) {
-	e := Exchange{Request: bytes.Clone(req), Err: errno}
-	for _, rep := range replies {
-		e.Replies = append(e.Replies, bytes.Clone(rep))
-	}
-	r.Rec.Exchanges = append(r.Rec.Exchanges, e)
-}

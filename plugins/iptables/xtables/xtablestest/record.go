@@ -51,9 +51,7 @@ func (r *Recorder) Get(opt xtables.Option, buf []byte) error {
 
 // Recording is what was recorded, with the note.
 func (r *Recorder) Recording(note ...string) *kernelrec.Recording {
-	rec := r.rec.Rec
-	rec.Note = append(note, rec.Note...)
-	return &rec
+	return r.rec.Recording(note...)
 }
 
 // errName is how the recording names err (kernelrec.ErrName), "" for

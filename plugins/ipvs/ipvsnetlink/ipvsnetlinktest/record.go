@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/svctrace/svctrace/internal/kernelrec"
 	"github.com/svctrace/svctrace/plugins/ipvs/ipvsnetlink"
 )
@@ -22,7 +20,6 @@ import (
 type Recorder struct {
 	d   ipvsnetlink.Dialer
 	rec kernelrec.Recorder
-	cur *kernelrec.Exchange // the exchange replies are still coming for
 }
 
 // NewRecorder records what is asked of d.
@@ -41,17 +38,7 @@ func (r *Recorder) Dial(protocol int) (ipvsnetlink.Socket, error) {
 
 // Recording is what was recorded so far, with the note.
 func (r *Recorder) Recording(note ...string) *kernelrec.Recording {
-	r.flush()
-	rec := r.rec.Rec
-	rec.Note = note
-	return &rec
-}
-
-func (r *Recorder) flush() {
-	if r.cur != nil {
-		r.rec.Add(r.cur.Request, r.cur.Replies, r.cur.Err)
-		r.cur = nil
-	}
+	return r.rec.Recording(note...)
 }
 
 type recSocket struct {
@@ -62,27 +49,21 @@ type recSocket struct {
 func (s *recSocket) PID() uint32  { return s.s.PID() }
 func (s *recSocket) Close() error { return s.s.Close() }
 
+// Send records a request the kernel took; one it refused is no exchange.
 func (s *recSocket) Send(req []byte) error {
-	s.r.flush()
 	if err := s.s.Send(req); err != nil {
 		return err
 	}
-	s.r.cur = &kernelrec.Exchange{Request: req}
+	s.r.rec.Sent(req, nil)
 	return nil
 }
 
 func (s *recSocket) Receive() ([]byte, error) {
 	b, err := s.s.Receive()
-	if cur := s.r.cur; cur != nil {
-		var errno syscall.Errno
-		switch {
-		case err == nil:
-			cur.Replies = append(cur.Replies, b)
-		case errors.As(err, &errno):
-			cur.Err = unix.ErrnoName(errno)
-		default:
-			return b, fmt.Errorf("recording: %w", err)
-		}
+	var errno syscall.Errno
+	if err != nil && !errors.As(err, &errno) {
+		return b, fmt.Errorf("recording: %w", err)
 	}
+	s.r.rec.Received(b, err)
 	return b, err
 }

@@ -1,9 +1,6 @@
 package nfnetlinktest
 
 import (
-	"bytes"
-	"sync"
-
 	"github.com/svctrace/svctrace/internal/kernelrec"
 	"github.com/svctrace/svctrace/plugins/nftables/nfnetlink"
 )
@@ -15,9 +12,7 @@ import (
 // player answers them.
 type Recorder struct {
 	inner nfnetlink.Dialer
-	mu    sync.Mutex
 	rec   kernelrec.Recorder
-	cur   *kernelrec.Exchange
 }
 
 var _ nfnetlink.Dialer = (*Recorder)(nil)
@@ -39,21 +34,7 @@ func (*Recorder) Sockets() int { return 1 }
 
 // Recording is what was recorded so far, with the note.
 func (r *Recorder) Recording(note ...string) *kernelrec.Recording {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.flush()
-	out := r.rec.Rec
-	out.Note = append([]string(nil), note...)
-	out.Exchanges = append([]kernelrec.Exchange(nil), out.Exchanges...)
-	return &out
-}
-
-// flush adds the exchange under way; r.mu is held.
-func (r *Recorder) flush() {
-	if r.cur != nil {
-		r.rec.Add(r.cur.Request, r.cur.Replies, r.cur.Err)
-		r.cur = nil
-	}
+	return r.rec.Recording(note...)
 }
 
 // recorded is a socket of a Recorder.
@@ -67,26 +48,12 @@ func (s *recorded) Close() error { return s.t.Close() }
 
 func (s *recorded) Send(req []byte) error {
 	err := s.t.Send(req)
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	s.r.flush()
-	s.r.cur = &kernelrec.Exchange{Request: req}
-	if err != nil {
-		s.r.cur.Err = kernelrec.ErrName(err)
-	}
+	s.r.rec.Sent(req, err)
 	return err
 }
 
 func (s *recorded) Recv(buf []byte) (int, error) {
 	n, err := s.t.Recv(buf)
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	if s.r.cur != nil {
-		if err != nil {
-			s.r.cur.Err = kernelrec.ErrName(err)
-		} else {
-			s.r.cur.Replies = append(s.r.cur.Replies, bytes.Clone(buf[:n]))
-		}
-	}
+	s.r.rec.Received(buf[:max(n, 0)], err)
 	return n, err
 }
