@@ -3,12 +3,9 @@
 package iptables
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/svctrace/svctrace/internal/netns"
 	"github.com/svctrace/svctrace/internal/netnstest"
 )
 
@@ -19,19 +16,7 @@ import (
 func TestWatchKernel(t *testing.T) {
 	ns := legacyNetns(t)
 	netnstest.Need(t, "iptables-legacy", "ip6tables-legacy")
-	changed := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- netns.Run(filepath.Join("/run/netns", ns), func() error {
-			return Loader{}.WatchKernel(ctx, func() {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			})
-		})
-	}()
+	changed := netnstest.Watch(t, ns, Loader{}.WatchKernel)
 	time.Sleep(200 * time.Millisecond) // its first look, at nothing
 	for _, argv := range [][]string{
 		{"iptables-legacy", "-t", "filter", "-A", "INPUT", "-p", "tcp", "--dport", "80", "-j", "DROP"},
@@ -50,14 +35,5 @@ func TestWatchKernel(t *testing.T) {
 			t.Fatal("told of a change while nothing changed")
 		case <-time.After(legacyPoll + 200*time.Millisecond):
 		}
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the watch ended with %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the watch did not end with its context")
 	}
 }

@@ -3,13 +3,10 @@
 package nftables
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/svctrace/svctrace/internal/netns"
+	"github.com/svctrace/svctrace/internal/netnstest"
 )
 
 // TestWatchKernel: a table added, a rule added and a table deleted in a
@@ -18,19 +15,7 @@ import (
 // changes; the watch ends with its context.
 func TestWatchKernel(t *testing.T) {
 	ns := kernelNetns(t)
-	changed := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- netns.Run(filepath.Join("/run/netns", ns), func() error {
-			return Loader{}.WatchKernel(ctx, func() {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			})
-		})
-	}()
+	changed := netnstest.Watch(t, ns, Loader{}.WatchKernel)
 	// The watch joins its group once started: repeat the first change
 	// until it is heard.
 	heard := false
@@ -60,23 +45,11 @@ func TestWatchKernel(t *testing.T) {
 		}
 		expectQuiet(t, changed)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the watch ended with %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the watch did not end with its context")
-	}
-	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // expectQuiet drains what a change told and checks nothing more comes
 // while nothing changes.
-func expectQuiet(t *testing.T, changed chan struct{}) {
+func expectQuiet(t *testing.T, changed <-chan struct{}) {
 	t.Helper()
 	time.Sleep(200 * time.Millisecond)
 	select {
