@@ -46,6 +46,7 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 		}
 	}
 	r := NewDriftReport()
+	r.Scope = scope.String()
 	r.Notes = append(r.Notes, s.Metadata.Notes...)
 	var seen []NodeFindings
 	for _, n := range nodes {

@@ -2,11 +2,14 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/svctrace/svctrace/behavior"
+	"github.com/svctrace/svctrace/internal/suggest"
+	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
 )
 
@@ -48,10 +51,14 @@ type NodeFindings struct {
 // read is in the report with its error, and every other node is reported.
 func DriftOfNodes(c *snapshot.Cluster, o DriftOptions, nodes []NodeFindings) (*DriftReport, error) {
 	scope, err := o.Scope.resolve(c)
+	if err == nil && c == nil {
+		err = scope.namespaceError(namespaceInReports(scope.Namespace, nodes))
+	}
 	if err != nil {
 		return nil, err
 	}
 	r := NewDriftReport()
+	r.Scope = scope.String()
 	now := time.Now()
 	for _, n := range nodes {
 		sum := NodeSummary{Name: n.Node, Mode: n.Mode, Backend: n.Backend, BytesRead: n.BytesRead}
@@ -105,4 +112,34 @@ func (r *DriftReport) Unreadable() []string {
 		}
 	}
 	return out
+}
+
+// namespaceInReports checks, without the API objects, that the agents'
+// reports know a Service in namespace ns: a typo is an error with the close
+// matches. Reports that do not count their Services prove nothing either
+// way.
+func namespaceInReports(ns string, nodes []NodeFindings) error {
+	if ns == "" {
+		return nil
+	}
+	var all []string
+	seen, known := map[string]bool{}, false
+	for _, n := range nodes {
+		known = known || n.ServiceFrontends != nil
+		for spn := range n.ServiceFrontends {
+			s := model.ParseServicePortName(spn)
+			if s.Namespace == ns {
+				return nil
+			}
+			if !seen[s.Namespace] {
+				seen[s.Namespace] = true
+				all = append(all, s.Namespace)
+			}
+		}
+	}
+	if !known {
+		return nil
+	}
+	slices.Sort(all)
+	return fmt.Errorf("namespace %q has no Service on the nodes read; %s", ns, suggest.Hint(ns, all, "namespaces with Services"))
 }

@@ -44,13 +44,17 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 			wording.Count(n.Frontends, "frontend", "frontends"), checked, wording.Count(n.Findings, "finding", "findings"), pending, read)
 	}
 	if len(r.Findings) == 0 {
+		in := ""
+		if r.Scope != "" {
+			in = " in " + r.Scope
+		}
 		if u := len(r.Unreadable()); u > 0 {
-			fmt.Fprintf(w, "no drift on the %s read; %s not read\n",
+			fmt.Fprintf(w, "no drift%s on the %s read; %s not read\n", in,
 				wording.Count(len(r.Nodes)-u, "node", "nodes"), wording.Count(u, "node", "nodes"))
 		} else if r.excerpts() {
-			fmt.Fprintln(w, "no drift in what the excerpt shows (an excerpt cannot show what is missing)")
+			fmt.Fprintf(w, "no drift%s in what the excerpt shows (an excerpt cannot show what is missing)\n", in)
 		} else {
-			fmt.Fprintln(w, "no drift")
+			fmt.Fprintf(w, "no drift%s\n", in)
 		}
 	}
 	for _, f := range r.Findings {

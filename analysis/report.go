@@ -12,9 +12,12 @@ import (
 // DriftReport lists the drift findings of one or more nodes.
 type DriftReport struct {
 	metav1.TypeMeta `json:",inline"`
-	Nodes           []NodeSummary      `json:"nodes"`
-	Findings        []behavior.Finding `json:"findings"`
-	Notes           []string           `json:"notes,omitempty"`
+	// Scope is what the report is about when it is less than every
+	// Service the nodes' rules are for: "namespace NAME".
+	Scope    string             `json:"scope,omitempty"`
+	Nodes    []NodeSummary      `json:"nodes"`
+	Findings []behavior.Finding `json:"findings"`
+	Notes    []string           `json:"notes,omitempty"`
 }
 
 // NodeSummary says what was checked on a node.

@@ -166,17 +166,40 @@ func (r ServiceRef) checkNamedInRules(t *behavior.Table) error {
 type Scope struct {
 	Service   *ServiceRef
 	Namespace string
+	// Current says Namespace was not asked for: it is the kubeconfig's
+	// current namespace, the default scope as in kubectl.
+	Current bool
 }
 
 // Wants reports whether a Service port name ("ns/name:port") is in scope.
+// What names no Service (a leftover of another mode, a rule no Service
+// owns) is the node's, in the scope of every namespace.
 func (s Scope) Wants(spn string) bool {
 	switch {
 	case s.Service != nil:
 		return s.Service.Matches(spn)
 	case s.Namespace != "":
-		return spn != "" && strings.HasPrefix(spn, s.Namespace+"/")
+		return spn == "" || strings.HasPrefix(spn, s.Namespace+"/")
 	}
 	return true
+}
+
+// String names the scope for the report ("namespace default"), empty when
+// it is a Service, which the user named, or everything.
+func (s Scope) String() string {
+	if s.Service == nil && s.Namespace != "" {
+		return "namespace " + s.Namespace
+	}
+	return ""
+}
+
+// namespaceError says a namespace has no Service, and, when the user did
+// not name it, where the namespace came from and how to widen the scope.
+func (s Scope) namespaceError(err error) error {
+	if err == nil || !s.Current {
+		return err
+	}
+	return fmt.Errorf("%w (%q is the kubeconfig's current namespace: -n NAMESPACE names another, -A checks every namespace)", err, s.Namespace)
 }
 
 // resolve checks the scope against the API objects: a typo is an error
@@ -191,7 +214,7 @@ func (s Scope) resolve(c *snapshot.Cluster) (Scope, error) {
 		return s, nil
 	}
 	if s.Namespace != "" {
-		return s, checkNamespace(c, s.Namespace)
+		return s, s.namespaceError(checkNamespace(c, s.Namespace))
 	}
 	return s, nil
 }

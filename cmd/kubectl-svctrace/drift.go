@@ -49,9 +49,16 @@ every node's agent for its own check, which already tells kube-proxy's lag
 from drift, many nodes at once (--max-concurrent, --node-timeout). A node
 that cannot be read is reported with its error, and the others are checked.
 
+As kubectl does, a cluster's drift is checked in the current namespace (or
+-n NAMESPACE), with what belongs to the node itself (leftover rules, chains
+no Service owns, kube-proxy's settings); -A checks every namespace. A
+snapshot, whose namespaces the kubeconfig does not know, is checked whole
+unless -n is given. The report names the namespace it checked.
+
 Exit codes: 0 no drift, 1 drift found, 2 error, 3 no drift found but some
 nodes could not be read.`,
-		Example: `  kubectl svctrace drift --snapshot snapshot.yaml --all-nodes
+		Example: `  kubectl svctrace drift --all-nodes -A
+  kubectl svctrace drift --snapshot snapshot.yaml --all-nodes
   kubectl svctrace drift default/nginx --snapshot snapshot.yaml --node node1 -o yaml
   kubectl svctrace drift --local --node "$(hostname)"`,
 		Args: cobra.MaximumNArgs(1),
@@ -98,7 +105,7 @@ func (o *driftOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	opts := analysis.DriftOptions{Family: o.family, Scope: analysis.Scope{Service: o.ref, Namespace: o.scopeNamespace()}, Models: o.models}
+	opts := analysis.DriftOptions{Family: o.family, Scope: o.scope(), Models: o.models}
 	if !o.allNodes && len(s.Nodes) > 0 {
 		if err := o.pickNode(s); err != nil {
 			return err
@@ -149,11 +156,17 @@ func (o *commonOptions) source() string {
 	return "the live state"
 }
 
-// scopeNamespace is the namespace given with -n, unless -A widens the
-// scope to every namespace.
-func (o *driftOptions) scopeNamespace() string {
-	if o.allNamespaces || o.configFlags.Namespace == nil {
-		return ""
+// scope is what drift checks: the Service asked for; else, as in
+// kubectl, the namespace given with -n, or the kubeconfig's current one,
+// unless -A widens it to every namespace. A snapshot's namespaces are not
+// the kubeconfig's: without -n it is checked whole, as the TUI shows it.
+func (o *driftOptions) scope() analysis.Scope {
+	asked := o.configFlags.Namespace != nil && *o.configFlags.Namespace != ""
+	switch {
+	case o.ref != nil:
+		return analysis.Scope{Service: o.ref}
+	case o.allNamespaces || (o.snapshotFile != "" && !asked):
+		return analysis.Scope{}
 	}
-	return *o.configFlags.Namespace
+	return analysis.Scope{Namespace: o.namespace, Current: !asked}
 }

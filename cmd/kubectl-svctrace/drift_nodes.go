@@ -30,7 +30,7 @@ func (o *driftOptions) runAllNodes(ctx context.Context) error {
 	c, notes, err := inspect.CollectAPI(ctx, r.Client, "")
 	var nodes []string
 	switch {
-	case apierrors.IsForbidden(err) && o.ref == nil && o.scopeNamespace() == "":
+	case apierrors.IsForbidden(err) && o.ref == nil:
 		// The agents have the objects: their checks, and the comparison
 		// of the nodes, need none here. The nodes are those they run on.
 		if nodes, err = r.AgentNodes(ctx); err != nil {
@@ -50,7 +50,7 @@ func (o *driftOptions) runAllNodes(ctx context.Context) error {
 	for i, nr := range reports {
 		found[i] = nr.Findings()
 	}
-	rep, err := analysis.DriftOfNodes(c, analysis.DriftOptions{Family: o.family, Scope: analysis.Scope{Service: o.ref, Namespace: o.scopeNamespace()}}, found)
+	rep, err := analysis.DriftOfNodes(c, analysis.DriftOptions{Family: o.family, Scope: o.scope()}, found)
 	if err != nil {
 		return err
 	}

@@ -269,6 +269,15 @@ spec:
 			strings.Count(out, "read from the node]") != 2 {
 			t.Errorf("drift --all-nodes: exit %d\n%s", code, out)
 		}
+		// As kubectl does, the current namespace unless -A: the report
+		// says which, and a namespace with no Service is an error.
+		if out, code := cli("drift", "--all-nodes"); code != 0 || !strings.Contains(out, "no drift in namespace default\n") {
+			t.Errorf("drift --all-nodes in the current namespace: exit %d\n%s", code, out)
+		}
+		if out, code := cli("drift", "--all-nodes", "-n", "defualt"); code != 2 || !strings.Contains(out, `namespace "defualt" has no Service`) ||
+			!strings.Contains(out, "default") {
+			t.Errorf("drift --all-nodes in a namespace with no Service: exit %d\n%s", code, out)
+		}
 		if out, code := cli("drift", "--all-nodes", "default/wbe"); code != 2 || !strings.Contains(out, "did you mean web") {
 			t.Errorf("drift --all-nodes of a typo: exit %d\n%s", code, out)
 		}
