@@ -35,6 +35,12 @@ type traceScreen struct {
 
 var traceLabels = []string{"node", "source", "destination", "from"}
 
+// traceFormHint says, under the empty form, the order tab goes through
+// its fields and how to run the trace.
+func traceFormHint() string {
+	return "tab goes " + strings.Join(traceLabels, " → ") + " (shift+tab back); enter traces the packet"
+}
+
 // traceFieldWidth is the width of the trace form's fields: an IPv6
 // address with a port and a protocol fits.
 const traceFieldWidth = 52
@@ -67,7 +73,7 @@ func (s *traceScreen) typing() bool  { return s.editing }
 
 func (s *traceScreen) keys(k keyMap) []key.Binding {
 	if s.editing {
-		return []key.Binding{k.NextField, k.RunTrace, k.StopEditing}
+		return []key.Binding{k.NextField, k.PrevField, k.RunTrace, k.StopEditing}
 	}
 	return []key.Binding{k.Edit, k.Copy}
 }
@@ -202,7 +208,7 @@ func (s *traceScreen) view(a *App, width, height int) string {
 	case s.r == nil && s.busy:
 		return top + a.spin.View() + " tracing…"
 	case s.r == nil:
-		return top + a.st.Dim.Render("enter a packet and press enter")
+		return top + a.st.Dim.Render(traceFormHint())
 	}
 	if width != s.width {
 		s.width = width

@@ -144,12 +144,14 @@ func TestConnectionsView(t *testing.T) {
 }
 
 // TestTraceFormEmpty: the empty fields of the trace form show their
-// whole examples, not their first character.
+// whole examples, not their first character, and the form says the order
+// tab takes through them, as its help line says both ways.
 func TestTraceFormEmpty(t *testing.T) {
 	a := newTestApp(t, loadExample(t, nftSnapshot), nftSnapshot)
 	press(a, "t")
 	got := screenText(a)
-	for _, want := range []string{"source:      10.244.1.5", "destination: 10.96.0.10:53/udp"} {
+	for _, want := range []string{"source:      10.244.1.5", "destination: 10.96.0.10:53/udp",
+		"tab goes node → source → destination → from (shift+tab back)", "shift+tab/↑ previous field"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in the empty form:\n%s", want, got)
 		}
