@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,31 +22,29 @@ type NodeReport struct {
 
 // ReadReports asks the agent on each node for its report, through its
 // authenticated API (the caller needs get of nodes/svctrace), many nodes at
-// once.
+// once. The agent Pods of all nodes are found with one LIST, so the API
+// server's load does not grow with the nodes.
 // A node that cannot be read has its error, and the others are read.
 func ReadReports(ctx context.Context, r inspect.Remote, nodes []string, o inspect.FanOut) []NodeReport {
 	out := make([]NodeReport, len(nodes))
+	pods := r.ListAgentPods(ctx)
 	inspect.ForEachNode(ctx, nodes, o, func(ctx context.Context, i int, node string) {
-		out[i] = readReport(ctx, r, node, o.Timeout)
+		out[i] = readReport(ctx, r, pods, node, o.Timeout)
 	})
 	return out
 }
 
-func readReport(ctx context.Context, r inspect.Remote, node string, timeout time.Duration) NodeReport {
+func readReport(ctx context.Context, r inspect.Remote, pods *inspect.AgentPods, node string, timeout time.Duration) NodeReport {
 	nr := NodeReport{Node: node}
-	pod, err := r.AgentPod(ctx, node)
+	pod, err := pods.Of(node)
 	if err != nil {
 		nr.Err = err
 		return nr
 	}
 	data, err := r.AgentReport(ctx, pod)
 	nr.Bytes = len(data)
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		nr.Err = fmt.Errorf("no answer from the agent Pod %s within %v", pod.Name, timeout)
-		return nr
-	}
 	if err != nil {
-		nr.Err = err
+		nr.Err = r.AgentCallError(ctx, node, pod, timeout, err)
 		return nr
 	}
 	if err := json.Unmarshal(data, &nr.Report); err != nil {

@@ -60,20 +60,37 @@ func (e *ErrNoAgent) Error() string {
 	return fmt.Sprintf("node %s: %s; deploy the agent (kubectl apply -f deploy/, see docs/cluster.md), or read the node on it with --local", e.Node, e.Why)
 }
 
-// AgentPod is the running agent Pod on node.
+// AgentPod is the running agent Pod on node, found with a LIST of that
+// node's agent Pods (a fan-out over many nodes lists them all once:
+// ListAgentPods).
 func (r Remote) AgentPod(ctx context.Context, node string) (*corev1.Pod, error) {
 	pods, err := r.Client.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: AgentSelector,
 		FieldSelector: "spec.nodeName=" + node})
-	if apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("node %s: cannot list the agent's Pods in namespace %s (forbidden by RBAC: the CLI needs get and list of pods there; the svctrace-user roles of deploy/cli-rbac.yaml have it): %w", node, AgentNamespace, err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("node %s: finding the agent's Pod: %w", node, err)
+		return nil, agentListError(node, err)
 	}
+	ptrs := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		ptrs[i] = &pods.Items[i]
+	}
+	return runningAgent(node, ptrs)
+}
+
+// agentListError is the error of node when the agent's Pods could not be
+// listed.
+func agentListError(node string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("node %s: cannot list the agent's Pods in namespace %s (forbidden by RBAC: the CLI needs get and list of pods there; the svctrace-user roles of deploy/cli-rbac.yaml have it): %w", node, AgentNamespace, err)
+	}
+	return fmt.Errorf("node %s: finding the agent's Pod: %w", node, err)
+}
+
+// runningAgent is the running Pod among node's agent Pods (in the API
+// server's order), or why none runs.
+func runningAgent(node string, pods []*corev1.Pod) (*corev1.Pod, error) {
 	var states []string
 	replacing := false
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range pods {
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			return p, nil
 		}
