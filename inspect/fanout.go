@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -63,23 +64,32 @@ type NodeRead struct {
 // ReadNodes reads the kernel state of each node through its agent's Pod,
 // or through a helper Pod when helper is set, keeping the conntrack
 // entries to dst. kube-proxy's settings come from its /configz on the
-// node, else from its ConfigMap.
+// node, else from its ConfigMap. The agent Pods of several nodes are
+// found with one LIST.
 func (r Remote) ReadNodes(ctx context.Context, nodes []string, helper *Helper, dst []netip.Addr, o FanOut) []NodeRead {
 	out := make([]NodeRead, len(nodes))
+	var pods *AgentPods
+	if helper == nil && len(nodes) > 1 {
+		pods = r.ListAgentPods(ctx)
+	}
 	ForEachNode(ctx, nodes, o, func(ctx context.Context, i int, node string) {
-		out[i] = r.readNode(ctx, node, helper, dst)
-		if err := out[i].Err; err != nil && ctx.Err() == context.DeadlineExceeded {
+		out[i] = r.readNode(ctx, node, helper, pods, dst, o.Timeout)
+		var unreachable *ErrAgentUnreachable
+		if err := out[i].Err; err != nil && ctx.Err() == context.DeadlineExceeded && !errors.As(err, &unreachable) {
 			out[i].Err = fmt.Errorf("%w (no answer within %v)", err, o.Timeout)
 		}
 	})
 	return out
 }
 
-func (r Remote) readNode(ctx context.Context, node string, helper *Helper, dst []netip.Addr) NodeRead {
+// readNode reads one node; pods, when set, are the agent Pods already
+// listed.
+func (r Remote) readNode(ctx context.Context, node string, helper *Helper, pods *AgentPods, dst []netip.Addr, timeout time.Duration) NodeRead {
 	nr := NodeRead{Node: node}
 	var pod *corev1.Pod
 	container := AgentContainer
-	if helper != nil {
+	switch {
+	case helper != nil:
 		p, stop, err := r.StartHelper(ctx, node, *helper)
 		defer stop()
 		if err != nil {
@@ -87,8 +97,14 @@ func (r Remote) readNode(ctx context.Context, node string, helper *Helper, dst [
 			return nr
 		}
 		pod, container = p, HelperContainer
-	} else {
-		p, err := r.AgentPod(ctx, node)
+	default:
+		var p *corev1.Pod
+		var err error
+		if pods != nil {
+			p, err = pods.Of(node)
+		} else {
+			p, err = r.AgentPod(ctx, node)
+		}
 		if err != nil {
 			nr.Err = err
 			return nr
@@ -96,6 +112,9 @@ func (r Remote) readNode(ctx context.Context, node string, helper *Helper, dst [
 		pod = p
 	}
 	nr.State, nr.Notes, nr.Bytes, nr.Err = r.NodeState(ctx, pod, container, node, dst)
+	if nr.Err != nil && container == AgentContainer {
+		nr.Err = r.AgentCallError(ctx, node, pod, timeout, nr.Err)
+	}
 	if nr.Err != nil || nr.State.KubeProxy.Source != "" {
 		return nr
 	}
