@@ -47,14 +47,27 @@ func TestAgentDaemonSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The README's quick start: build and push the image to a registry
-	// the nodes pull from (one registry, served on the same loopback
-	// address in the host's and in each node's namespace).
-	image := startRegistry(t, l) + "/svctrace:v0.1.0"
-	build := exec.CommandContext(ctx, "bash", "hack/image.sh", "-version", "v0.1.0", "-o", filepath.Join(t.TempDir(), "svctrace.tar"), "-push", image)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("hack/image.sh: %v\n%s", err, out)
+	// docs/cluster.md's commands, run as written: build and push the
+	// image to a registry the nodes pull from (one registry, served on the
+	// same loopback address in the host's and in each node's namespace),
+	// then deploy and use the agent. The document's registry, Service and
+	// node are the lab's.
+	registry := startRegistry(t, l)
+	image := registry + "/svctrace:v0.1.0"
+	steps := docCommands(t, filepath.Join(root, "docs", "cluster.md"),
+		map[string]string{"registry.example.com": registry, "shop/cart": "default/web", "node-7": "node1"})
+	if len(steps) < 2 || !strings.HasPrefix(steps[0], "hack/image.sh ") || !strings.Contains(steps[0], image) {
+		t.Fatalf("docs/cluster.md no longer starts by building %s:\n%s", image, strings.Join(steps, "\n"))
+	}
+	bin := buildSvctrace(t)
+	shell := docShell(l, bin, root)
+	_, err = os.Stat(filepath.Join(root, "svctrace-image.tar"))
+	hadArchive := err == nil
+	if out, err := shell(ctx, "", steps[0]); err != nil {
+		t.Fatalf("%s: %v\n%s", steps[0], err, out)
+	}
+	if !hadArchive {
+		os.Remove(filepath.Join(root, "svctrace-image.tar"))
 	}
 	l.Apply(t, podDeployment("web", "node2", "web", 2, false, `--tcp, "8080"`)+`---
 apiVersion: v1
@@ -81,7 +94,6 @@ spec:
 	}
 	// A workstation's view: the CLI in the control plane's namespace, on
 	// no node, with only the kubeconfig.
-	bin := buildSvctrace(t)
 	cli := func(args ...string) (string, int) {
 		t.Helper()
 		argv := append([]string{"netns", "exec", l.ControlPlaneNetNS(), bin}, args...)
@@ -180,8 +192,16 @@ spec:
 		}
 	})
 
-	kubectl("apply", "-f", filepath.Join(root, "deploy"))
-	kubectl("-n", "svctrace", "set", "image", "daemonset/svctrace-agent", "agent="+image)
+	// The rest of docs/cluster.md's commands, from a workstation: the
+	// agent deployed, then drift and explain through it.
+	for _, line := range steps[1:] {
+		out, err := shell(ctx, l.ControlPlaneNetNS(), line)
+		if err != nil {
+			pods, _ := l.Kubectl(ctx, "-n", "svctrace", "get", "pods", "-o", "wide")
+			t.Fatalf("docs/cluster.md: %s: %v\n%s\n%s", line, err, out, pods)
+		}
+		t.Logf("$ %s\n%s", line, out)
+	}
 	// A shorter grace period than the default two minutes, for the test's
 	// sake: the rest is the manifest as shipped.
 	kubectl("-n", "svctrace", "patch", "daemonset", "svctrace-agent", "--type=json",
