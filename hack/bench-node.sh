@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Node-scale benchmark (issue 9): on a lab node with the real kube-proxy, N Services of 10
 # endpoints, each command's wall time and peak RSS beside the kernel's own dump, kube-proxy's
-# own full sync and listing the objects from the API, in one run, with the goals' ratios.
+# own full sync and listing the objects from the API, in one run, with the goals' ratios; then
+# the node agent at rest (issue 37): the real agent with deploy/agent.yaml's flags, its CPU and
+# RSS over an idle window beside kube-proxy's CPU and the dump's RSS, and how soon it shows a
+# rule deleted in the kernel as drift.
 # TestBenchNode in test/e2e/benchnode_test.go does the work (build tag benchnode).
 #
 # Needs root (network namespaces, netfilter) and the lab's binaries (test/tools/build.sh;
@@ -19,6 +22,8 @@
 #   SVCTRACE_BENCH_REPORT     also write the report (Markdown tables) to this file
 #   SVCTRACE_BENCH_SNAPSHOT_EXT  extension of the snapshot collect writes (.snap, .yaml, .json) [none: the default format]
 #   SVCTRACE_BENCH_PROFILE_DIR   also write CPU profiles of drift --local and explain here (runs of their own)
+#   SVCTRACE_BENCH_IDLE       the agent's idle window, a Go duration; 0 leaves the agent out [120s]
+#   SVCTRACE_BENCH_AGENT_ONLY 1: measure only the dump, kube-proxy's full sync and the agent at rest [0]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

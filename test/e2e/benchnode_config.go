@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // benchConfig is what hack/bench-node.sh passes to TestBenchNode through the environment.
@@ -22,6 +23,12 @@ type benchConfig struct {
 	// ProfileDir (SVCTRACE_BENCH_PROFILE_DIR), when set, gets CPU profiles of drift --local
 	// and explain, from runs of their own after the measured ones.
 	ProfileDir string
+	// IdleWindow (SVCTRACE_BENCH_IDLE, a Go duration, default 120s) is how long the node agent
+	// is measured at rest, after its first check; 0 leaves the agent at rest out.
+	IdleWindow time.Duration
+	// AgentOnly (SVCTRACE_BENCH_AGENT_ONLY=1) measures the dump and the agent at rest only,
+	// none of the CLI's commands: a shorter run for the agent's section.
+	AgentOnly bool
 }
 
 // parseBenchConfig reads the configuration through getenv (os.Getenv in the test).
@@ -30,6 +37,27 @@ func parseBenchConfig(getenv func(string) string) (benchConfig, error) {
 		ProfileDir: getenv("SVCTRACE_BENCH_PROFILE_DIR")}
 	if c.SnapshotExt != "" && (!strings.HasPrefix(c.SnapshotExt, ".") || strings.ContainsRune(c.SnapshotExt, '/')) {
 		return c, fmt.Errorf("SVCTRACE_BENCH_SNAPSHOT_EXT=%q: want an extension such as .snap", c.SnapshotExt)
+	}
+	c.IdleWindow = 2 * time.Minute
+	if v := strings.TrimSpace(getenv("SVCTRACE_BENCH_IDLE")); v != "" {
+		d, err := time.ParseDuration(v)
+		if v == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("SVCTRACE_BENCH_IDLE=%q: want a duration such as 120s, or 0", v)
+		}
+		c.IdleWindow = d
+	}
+	switch v := strings.TrimSpace(getenv("SVCTRACE_BENCH_AGENT_ONLY")); v {
+	case "", "0":
+	case "1":
+		c.AgentOnly = true
+	default:
+		return c, fmt.Errorf("SVCTRACE_BENCH_AGENT_ONLY=%q: want 1 or 0", v)
+	}
+	if c.AgentOnly && c.IdleWindow == 0 {
+		return c, fmt.Errorf("SVCTRACE_BENCH_AGENT_ONLY=1 with SVCTRACE_BENCH_IDLE=0 measures nothing")
 	}
 	var err error
 	if c.Sizes, err = parseInts("SVCTRACE_BENCH_SIZES", getenv("SVCTRACE_BENCH_SIZES"), "1000,10000"); err != nil {

@@ -49,6 +49,8 @@ type benchRun struct {
 	Results   map[string]benchResult
 	// Bytes are the sizes of the files measured: "dump", "objects", "snapshot".
 	Bytes map[string]int64
+	// Agent is the node agent at rest (benchnode_idle.go); nil when not measured.
+	Agent *agentAtRest
 }
 
 // Goals of issue 9.
@@ -126,9 +128,16 @@ func formatBenchReport(machine string, runs []benchRun) string {
 		}
 		b.WriteString("\n")
 		writeNotes(&b, rs)
+		if slices.ContainsFunc(rs, func(r benchRun) bool { return r.Agent != nil }) {
+			b.WriteString("\n")
+			writeAgentAtRest(&b, rs)
+		}
 	}
 	if len(runs) > 0 {
 		b.WriteString("\n" + benchMethod)
+	}
+	if slices.ContainsFunc(runs, func(r benchRun) bool { return r.Agent != nil }) {
+		b.WriteString("\n" + agentAtRestMethod)
 	}
 	return b.String()
 }
@@ -173,6 +182,9 @@ func writeModeTable(b *strings.Builder, rs []benchRun) {
 	benchRow(b, head)
 	benchRow(b, slices.Repeat([]string{"---"}, len(head)))
 	for _, step := range tableSteps {
+		if !slices.ContainsFunc(rs, func(r benchRun) bool { _, ok := r.result(step); return ok }) {
+			continue // not measured in this run (SVCTRACE_BENCH_AGENT_ONLY)
+		}
 		row := []string{first.stepLabel(step)}
 		for _, r := range rs {
 			res, ok := r.result(step)

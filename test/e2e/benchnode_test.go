@@ -97,6 +97,10 @@ func benchNode(t *testing.T, cfg benchConfig, bin, agent string, r *benchRun) {
 	r.Results[stepDump] = m.run("dump", dumpOut, strings.Fields(r.DumpCommand)...)
 	r.Bytes["dump"] = fileSize(dumpOut)
 
+	if cfg.AgentOnly {
+		measureAgentAtRest(t, l, bin, r, cfg.IdleWindow, objs.Middle)
+		return
+	}
 	objFile := filepath.Join(dir, "objects.json")
 	r.Results[stepList] = listObjects(t, l, objFile, cfg.Repeat)
 	r.Bytes["objects"] = fileSize(objFile)
@@ -130,6 +134,13 @@ func benchNode(t *testing.T, cfg benchConfig, bin, agent string, r *benchRun) {
 			}
 		}
 		t.Logf("CPU profiles in %s*.pprof, the snapshot and objects beside them", prefix)
+	}
+	if cfg.IdleWindow > 0 {
+		// Last: the agent is measured at rest once the commands are done, and its
+		// kernel edit leaves the node drifted.
+		busy := waitIdle(3 * time.Minute)
+		t.Logf("load before the agent at rest: %s; CPUs %.0f%% busy", loadAverage(), 100*busy)
+		measureAgentAtRest(t, l, bin, r, cfg.IdleWindow, objs.Middle)
 	}
 }
 
