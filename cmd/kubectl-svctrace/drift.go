@@ -43,8 +43,8 @@ on behaviour, never on rule text, so another kube-proxy release's layout
 raises nothing.
 
 Without --snapshot or --local, the nodes are read from a workstation through
-the svctrace agent on each (deploy/agent.yaml), by exec through the API
-server: --node N reads node N's state and checks it here; --all-nodes asks
+the svctrace agent on each (deploy/agent.yaml), whose API checks the caller's
+rights with the API server: --node N reads node N's state and checks it here; --all-nodes asks
 every node's agent for its own check, which already tells kube-proxy's lag
 from drift, many nodes at once (--max-concurrent, --node-timeout). A node
 that cannot be read is reported with its error, and the others are checked.

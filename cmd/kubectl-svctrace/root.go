@@ -44,18 +44,21 @@ to each Service frontend: every hop with the exact kernel rule, every backend
 with its effective probability, and where the kernel differs from what
 kube-proxy should have programmed.
 
-Data planes read:
+Data planes read (kube-proxy 1.30 to 1.37, each release as it behaves):
   iptables   kube-proxy's iptables mode, on either iptables backend:
              nf_tables (iptables-nft) and legacy (iptables-legacy)
-  nftables   kube-proxy's nftables mode (kube-proxy 1.33 to 1.36)
+  nftables   kube-proxy's nftables mode (kube-proxy 1.31 to 1.37)
+  ipvs       kube-proxy's ipvs mode: the IPVS table, with the iptables rules,
+             ipsets and kube-ipvs0 addresses that mode keeps
   conntrack  the node's connection tracking table: which live connections go
              to which backend, and which still go to a backend that is gone
 
 Node state comes from --snapshot FILE (made by "collect", or attached to a bug
 report; no cluster needed); on the node itself, from --local (the current
 network namespace); or, from a workstation, through the svctrace agent on the
-node (deploy/agent.yaml), by exec through the API server, with --node N. The API
-objects come from the kubeconfig or --objects FILE.
+node (deploy/agent.yaml), whose API checks the caller's rights with the API
+server, with --node N or --all-nodes. The API objects come from the
+kubeconfig or --objects FILE.
 
 Exit codes:
   0  success; for drift: no drift found

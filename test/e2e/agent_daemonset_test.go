@@ -54,13 +54,13 @@ func TestAgentDaemonSet(t *testing.T) {
 	// node are the lab's.
 	registry := startRegistry(t, l)
 	image := registry + "/svctrace:v0.1.0"
-	steps := docCommands(t, filepath.Join(root, "docs", "cluster.md"),
+	steps := docCommands(t, filepath.Join(root, "docs", "cluster.md"), "",
 		map[string]string{"registry.example.com": registry, "shop/cart": "default/web", "node-7": "node1"})
 	if len(steps) < 2 || !strings.HasPrefix(steps[0], "hack/image.sh ") || !strings.Contains(steps[0], image) {
 		t.Fatalf("docs/cluster.md no longer starts by building %s:\n%s", image, strings.Join(steps, "\n"))
 	}
 	bin := buildSvctrace(t)
-	shell := docShell(l, bin, root)
+	shell := labShell(l, bin, root)
 	_, err = os.Stat(filepath.Join(root, "svctrace-image.tar"))
 	hadArchive := err == nil
 	if out, err := shell(ctx, "", steps[0]); err != nil {
