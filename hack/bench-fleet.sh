@@ -15,6 +15,7 @@
 #   SVCTRACE_FLEET_NODES    nodes [1000]
 #   SVCTRACE_FLEET_REPORT   also write the report (Markdown) to this file
 #   SVCTRACE_FLEET_TIMEOUT  go test -timeout [30m]
+#   SVCTRACE_FLEET_PROFILE_DIR  also write a CPU profile of drift --all-nodes here (a run of its own)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +39,11 @@ export SVCTRACE_FLEET_REPORT="$report"
 # A lab problem (no binaries, no root) fails instead of skipping, so a skipped run never
 # passes for a measured one.
 export CI="${CI:-true}"
+if [ -n "${SVCTRACE_FLEET_PROFILE_DIR:-}" ]; then
+	mkdir -p "$SVCTRACE_FLEET_PROFILE_DIR"
+	SVCTRACE_FLEET_PROFILE_DIR=$(cd "$SVCTRACE_FLEET_PROFILE_DIR" && pwd)
+	export SVCTRACE_FLEET_PROFILE_DIR
+fi
 
 echo "== benchmark: $SVCTRACE_FLEET_NODES nodes"
 status=0

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,15 @@ func TestFleet(t *testing.T) {
 		if got := res.CLI.Requests[kind]; got != float64(n) {
 			t.Errorf("%s: %v for %d agents, want one each (the CLI's token reviewed once per agent)", kind, got, n)
 		}
+	}
+
+	if dir := os.Getenv("SVCTRACE_FLEET_PROFILE_DIR"); dir != "" {
+		// A run of its own: a profile costs a little.
+		prof := filepath.Join(dir, fmt.Sprintf("drift-all-nodes-%d.pprof", n))
+		if p := cli("drift", "--all-nodes", "-A", "-o", "json", "--profile", "cpu", "--profile-output", prof); p.code != 0 {
+			t.Errorf("the profiled run: exit %d\n%s", p.code, tail(p.stderr, 20))
+		}
+		t.Logf("CPU profile of drift --all-nodes in %s", prof)
 	}
 
 	// The baselines, in the same run: what listing the nodes and the Pods
