@@ -55,7 +55,7 @@ func procCPU(stat string) (time.Duration, error) {
 	// The command name (field 2) is in parentheses and may hold spaces: count from after it.
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/<pid>/stat %q: no command name", headLines(stat, 1))
+		return 0, fmt.Errorf("/proc/<pid>/stat %.80q: no command name", stat)
 	}
 	f := strings.Fields(stat[i+1:])
 	// f[0] is field 3 (state): utime..cstime are fields 14 to 17.
