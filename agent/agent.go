@@ -35,6 +35,10 @@ type Options struct {
 	// WatchKernel: check the node soon after its kernel's rules change
 	// (inspect.WatchKernel), as well as after the API objects do.
 	WatchKernel bool
+	// FullInterval bounds the time between two full reads of a node
+	// whose kernel notifies every change: in between, a period when
+	// nothing changed confirms the last check (see canConfirm).
+	FullInterval time.Duration
 	// KubeProxyMetrics is where kube-proxy serves /metrics and /configz
 	// on the node (host:port).
 	KubeProxyMetrics string
@@ -50,7 +54,7 @@ type Options struct {
 // DefaultOptions are the agent's defaults for a node.
 func DefaultOptions(node string) Options {
 	return Options{Node: node, Family: "IPv4", Interval: time.Minute, Debounce: 2 * time.Second,
-		KernelDebounce: 250 * time.Millisecond, MinGap: time.Second, WatchKernel: true,
+		KernelDebounce: 250 * time.Millisecond, MinGap: time.Second, WatchKernel: true, FullInterval: 10 * time.Minute,
 		CheckTimeout:     DefaultCheckTimeout,
 		KubeProxyMetrics: inspect.DefaultKubeProxyMetricsAddress,
 		Grace:            2 * time.Minute, Quiet: 5 * time.Second, StallAfter: 3 * time.Minute, Skew: time.Second}
@@ -79,7 +83,13 @@ type Agent struct {
 	// step is one check, given its deadline (checkOnce; tests replace it).
 	step func(context.Context) *Check
 
+	// pokedAt is when the objects or the kernel last changed (Unix
+	// nanoseconds), watchFailed says the kernel watch has stopped.
+	pokedAt     atomic.Int64
+	watchFailed atomic.Bool
+
 	// The loop's own state, used by one goroutine.
+	watchSince   time.Time // when the kernel watch started (zero: none)
 	tracker      settle.Tracker
 	lastTook     time.Duration
 	firstSeen    map[string]time.Time
@@ -115,9 +125,15 @@ func (a *Agent) Status() *Status {
 	return &s
 }
 
-func (a *Agent) poke() { nudge(a.pokes) }
+func (a *Agent) poke() {
+	a.pokedAt.Store(time.Now().UnixNano())
+	nudge(a.pokes)
+}
 
-func (a *Agent) kernelPoke() { nudge(a.kernelPokes) }
+func (a *Agent) kernelPoke() {
+	a.pokedAt.Store(time.Now().UnixNano())
+	nudge(a.kernelPokes)
+}
 
 // nudge signals c without blocking: one signal waiting is enough.
 func nudge(c chan struct{}) {
@@ -135,19 +151,32 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.publish(func(s *Status) { s.Synced, s.SyncedAt = true, time.Now() })
 	a.opts.Log.Info("objects listed; first check", "node", a.opts.Node)
 	if a.opts.WatchKernel {
+		a.watchSince = time.Now()
 		go inspect.WatchKernel(ctx, a.kernelPoke, func(mode string, err error) {
+			a.watchFailed.Store(true)
 			a.opts.Log.Warn("kernel changes not watched: they are seen at the periodic checks", "node", a.opts.Node, "mode", mode, "err", err)
 		})
 	}
 	var last time.Time
 	for {
 		last = time.Now()
-		a.check(ctx)
-		a.lastTook = time.Since(last)
+		if s := a.status.Load(); !canConfirm(s.Last, s.Good, a.quiet(), last) || !a.confirm(ctx, s.Good) {
+			a.check(ctx)
+			a.lastTook = time.Since(last)
+		}
 		if err := a.wait(ctx, last); err != nil {
 			return nil
 		}
 	}
+}
+
+// quiet is what the loop knows of the changes since its last check.
+func (a *Agent) quiet() quiet {
+	q := quiet{watching: !a.watchSince.IsZero() && !a.watchFailed.Load(), watchSince: a.watchSince, fullInterval: a.opts.FullInterval}
+	if n := a.pokedAt.Load(); n != 0 {
+		q.pokedAt = time.Unix(0, n)
+	}
+	return q
 }
 
 // wait returns when the next check is due: Interval after the last one

@@ -64,6 +64,10 @@ func (s *Status) Stale(now time.Time) (time.Duration, bool) {
 type Check struct {
 	At       time.Time
 	Duration time.Duration
+	// Confirms, when set, says this check read nothing of the kernel: it
+	// confirmed the findings of the node's read that started then, as
+	// nothing had changed since (see canConfirm).
+	Confirms time.Time
 	// Err is why the check failed (nil: it succeeded).
 	Err error
 	// Reads are the parts of the kernel's state read, each with its

@@ -85,6 +85,7 @@ is also served on a Unix socket in its Pod (--socket) for "agent report".`,
 	f.DurationVar(&o.opts.Debounce, "debounce", o.opts.Debounce, "After an API change, check once the objects have been quiet this long")
 	f.DurationVar(&o.opts.KernelDebounce, "kernel-debounce", o.opts.KernelDebounce, "After the kernel's rules change, check once they have been quiet this long")
 	f.BoolVar(&o.opts.WatchKernel, "watch-kernel", o.opts.WatchKernel, "Check the node soon after its kernel's rules change (nf_tables notifications; the legacy tables' sizes, asked each second), not only after API changes and each --interval")
+	f.DurationVar(&o.opts.FullInterval, "full-interval", o.opts.FullInterval, "With --watch-kernel, where the kernel notifies every change of the rules (nftables mode, iptables mode on the nf_tables backend), read the node in full at least this often: a period when nothing changed (no notification, object or kube-proxy sync) and nothing was found confirms the last check. --interval or less: read it in full every period")
 	f.DurationVar(&o.opts.MinGap, "min-gap", o.opts.MinGap, "Least time between the starts of two checks (never less than twice the last check's time)")
 	f.DurationVar(&o.opts.CheckTimeout, "check-timeout", o.opts.CheckTimeout, "Cancel a check that has not ended after this long (a failed check); /livez fails once no check has ended for 3 intervals and this")
 	f.DurationVar(&o.opts.Grace, "grace-period", o.opts.Grace, "A difference that lasts this long is drift whatever kube-proxy's metrics say")
@@ -123,7 +124,7 @@ func (o *agentOptions) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--interval", o.opts.Interval}, {"--check-timeout", o.opts.CheckTimeout}, {"--debounce", o.opts.Debounce}, {"--kernel-debounce", o.opts.KernelDebounce}, {"--grace-period", o.opts.Grace}, {"--stall-after", o.opts.StallAfter}} {
+	}{{"--interval", o.opts.Interval}, {"--check-timeout", o.opts.CheckTimeout}, {"--debounce", o.opts.Debounce}, {"--kernel-debounce", o.opts.KernelDebounce}, {"--grace-period", o.opts.Grace}, {"--stall-after", o.opts.StallAfter}, {"--full-interval", o.opts.FullInterval}} {
 		if d.v <= 0 {
 			return fmt.Errorf("%s %v: want a positive duration", d.name, d.v)
 		}
