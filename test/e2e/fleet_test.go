@@ -68,8 +68,8 @@ func TestFleet(t *testing.T) {
 		t.Errorf("the progress line was written where stderr is no terminal:\n%s", run.stderr)
 	}
 	load := res.CLI.split()
-	if got := res.CLI.Requests["LIST pods"]; got != 2 {
-		t.Errorf("the CLI listed Pods %v times for %d nodes: want 2 (every Pod, for the objects; the agent Pods, once)", got, n)
+	if got := res.CLI.Requests["LIST pods"]; got > 2 {
+		t.Errorf("the CLI listed Pods %v times for %d nodes: want at most 2 (every Pod, for the objects; the agent Pods, once)", got, n)
 	}
 	if got := load[byCLI][0]; got > 6 {
 		t.Errorf("the CLI sent %v LISTs for %d nodes, want at most 6 whatever the nodes (%v)", got, n, res.CLI.Requests)
