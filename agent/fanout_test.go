@@ -123,6 +123,13 @@ func TestUnreachableAgentOneMessage(t *testing.T) {
 			if report.Error() != state.Error() {
 				t.Errorf("two messages for one unreachable node:\n report: %v\n state:  %v", report, state)
 			}
+			// A repair has no --node-timeout: the other bounds say the same.
+			if c.nodeTimeout == time.Minute {
+				_, repair := r.ApplyRules(context.Background(), "node1", nodeapi.RulesRequest{})
+				if repair == nil || repair.Error() != report.Error() {
+					t.Errorf("a repair's message for one unreachable node:\n report: %v\n repair: %v", report, repair)
+				}
+			}
 			want := "node node1: " + fmt.Sprintf(c.want, c.port) +
 				fmt.Sprintf(": check that this machine reaches 127.0.0.1:%d", c.port)
 			for _, err := range []error{report, state} {

@@ -17,30 +17,24 @@ import (
 // returns what it printed and its exit code (a non-zero exit is no error:
 // it is the command's answer).
 func (r Remote) ApplyRules(ctx context.Context, node string, req nodeapi.RulesRequest) (nodeapi.RunResult, error) {
-	c, err := r.agentClient(ctx, node)
-	if err != nil {
-		return nodeapi.RunResult{}, err
-	}
-	return c.Rules(ctx, req)
+	return r.runOnAgent(ctx, node, func(c *nodeapi.NodeClient) (nodeapi.RunResult, error) {
+		return c.Rules(ctx, req)
+	})
 }
 
 // ApplyConntrack asks the agent on node for reconcile conntrack --apply.
 func (r Remote) ApplyConntrack(ctx context.Context, node string) (nodeapi.RunResult, error) {
-	c, err := r.agentClient(ctx, node)
-	if err != nil {
-		return nodeapi.RunResult{}, err
-	}
-	return c.Conntrack(ctx)
+	return r.runOnAgent(ctx, node, func(c *nodeapi.NodeClient) (nodeapi.RunResult, error) {
+		return c.Conntrack(ctx)
+	})
 }
 
 // RollbackRules asks the agent on node for reconcile rollback of a backup
 // kept there.
 func (r Remote) RollbackRules(ctx context.Context, node, backup string) (nodeapi.RunResult, error) {
-	c, err := r.agentClient(ctx, node)
-	if err != nil {
-		return nodeapi.RunResult{}, err
-	}
-	return c.Rollback(ctx, nodeapi.RollbackRequest{Backup: backup})
+	return r.runOnAgent(ctx, node, func(c *nodeapi.NodeClient) (nodeapi.RunResult, error) {
+		return c.Rollback(ctx, nodeapi.RollbackRequest{Backup: backup})
+	})
 }
 
 // AgentReport asks the agent in pod for its report (JSON).
@@ -52,14 +46,17 @@ func (r Remote) AgentReport(ctx context.Context, pod *corev1.Pod) ([]byte, error
 	return c.Report(ctx)
 }
 
-func (r Remote) agentClient(ctx context.Context, node string) (*nodeapi.NodeClient, error) {
+// runOnAgent makes call to the agent on node; an agent that does not
+// answer is the one error every path to an agent gives.
+func (r Remote) runOnAgent(ctx context.Context, node string, call func(*nodeapi.NodeClient) (nodeapi.RunResult, error)) (nodeapi.RunResult, error) {
 	pod, err := r.AgentPod(ctx, node)
 	if err != nil {
-		return nil, err
+		return nodeapi.RunResult{}, err
 	}
 	c, err := nodeapi.NewNodeClient(r.Config, pod)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", node, err)
+		return nodeapi.RunResult{}, fmt.Errorf("node %s: %w", node, err)
 	}
-	return c, nil
+	res, err := call(c)
+	return res, r.AgentCallError(ctx, node, pod, 0, err)
 }

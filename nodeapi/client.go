@@ -80,7 +80,10 @@ func NewNodeClient(cfg *rest.Config, pod *corev1.Pod) (*NodeClient, error) {
 		return nil
 	}
 	tr := &http.Transport{TLSClientConfig: tlsCfg, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 2}
+		TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 2,
+		// Each client has its own transport: a long-lived caller that
+		// reads every node again and again must not keep them all open.
+		IdleConnTimeout: 30 * time.Second}
 	rt, err := rest.HTTPWrappersForConfig(cfg, tr)
 	if err != nil {
 		return nil, fmt.Errorf("the kubeconfig's credentials: %w", err)
