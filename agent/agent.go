@@ -54,7 +54,7 @@ type Options struct {
 // DefaultOptions are the agent's defaults for a node.
 func DefaultOptions(node string) Options {
 	return Options{Node: node, Family: "IPv4", Interval: time.Minute, Debounce: 2 * time.Second,
-		KernelDebounce: 250 * time.Millisecond, MinGap: time.Second, WatchKernel: true, FullInterval: 10 * time.Minute,
+		KernelDebounce: 250 * time.Millisecond, MinGap: time.Second, WatchKernel: true, FullInterval: 15 * time.Minute,
 		CheckTimeout:     DefaultCheckTimeout,
 		KubeProxyMetrics: inspect.DefaultKubeProxyMetricsAddress,
 		Grace:            2 * time.Minute, Quiet: 5 * time.Second, StallAfter: 3 * time.Minute, Skew: time.Second}
