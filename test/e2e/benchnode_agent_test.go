@@ -44,7 +44,7 @@ func measureAgentAtRest(t *testing.T, l *lab.Lab, bin string, r *benchRun, windo
 	r.Agent = a
 	argv := append([]string{"env", "GOMEMLIMIT=" + benchAgentMemLimit, bin, "agent", "--node", "node1", "--kubeconfig", l.Kubeconfig}, benchAgentArgs...)
 	start := time.Now()
-	cmd, _ := startProcess(t, ns, "agent", 20*time.Second, true, argv...) // env and ip netns exec exec: the PID is the agent's
+	cmd, logPath := startProcess(t, ns, "agent", 20*time.Second, true, argv...) // env and ip netns exec exec: the PID is the agent's
 	agent := &agentProc{client: netnsClient(ns), addr: benchAgentAddr, cmd: cmd}
 	pid := cmd.Process.Pid
 	m := agent.waitMetrics(t, 10*time.Minute, "its first check done", func(m string) bool {
@@ -58,7 +58,7 @@ func measureAgentAtRest(t *testing.T, l *lab.Lab, bin string, r *benchRun, windo
 		sumOf(m, "svctrace_frontends_checked"), proxyPID)
 
 	// The idle window.
-	checks0 := sumOf(m, "svctrace_checks_total")
+	checks0, reads0 := sumOf(m, "svctrace_checks_total"), fullReads(logPath)
 	cpu0, proxy0 := mustProcCPU(t, pid), mustProcCPU(t, proxyPID)
 	windowStart := time.Now()
 	var sum, n int64
@@ -77,8 +77,9 @@ func measureAgentAtRest(t *testing.T, l *lab.Lab, bin string, r *benchRun, windo
 	}
 	m = agent.waitMetrics(t, 10*time.Second, "scraped", func(string) bool { return true })
 	a.Checks = int(sumOf(m, "svctrace_checks_total") - checks0)
-	t.Logf("agent at rest over %v: CPU %v (%s of a core), %d checks; RSS mean %d KiB, max %d KiB, HWM %d KiB; kube-proxy CPU %v",
-		a.Window.Round(time.Millisecond), a.CPU, formatShare(a.cpuShare()), a.Checks, a.RSSMeanKiB, a.RSSMaxKiB, a.HWMKiB, a.ProxyCPU)
+	a.FullReads = fullReads(logPath) - reads0
+	t.Logf("agent at rest over %v: CPU %v (%s of a core), %d checks (%d full reads); RSS mean %d KiB, max %d KiB, HWM %d KiB; kube-proxy CPU %v",
+		a.Window.Round(time.Millisecond), a.CPU, formatShare(a.cpuShare()), a.Checks, a.FullReads, a.RSSMeanKiB, a.RSSMaxKiB, a.HWMKiB, a.ProxyCPU)
 	if sumOf(m, "svctrace_drift_findings") != 0 {
 		t.Errorf("drift on the idle node:\n%s", grepSvctrace(m))
 	}
@@ -260,4 +261,14 @@ func deleteServiceRuleNFT(l *lab.Lab, svc string) (kernelEdit, error) {
 		return kernelEdit{}, fmt.Errorf("deleting the numgen rule of %s: %w\n%s", m[1], err, out)
 	}
 	return kernelEdit{what: fmt.Sprintf("`nft delete rule` of the numgen rule (its endpoints) in chain %s", m[1]), took: time.Since(start), end: time.Now()}, nil
+}
+
+// fullReads counts the checks that read the node in full in the agent's log so far: each logs
+// "checked" (a check that confirms the last one logs nothing at the default level).
+func fullReads(logPath string) int {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), " msg=checked ")
 }

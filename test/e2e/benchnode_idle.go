@@ -32,8 +32,9 @@ type agentAtRest struct {
 	// CPU and ProxyCPU are the agent's and kube-proxy's CPU time over the window (user and
 	// system, of the process and of the children it waited for); ProxyCPU < 0: not measured.
 	CPU, ProxyCPU time.Duration
-	// Checks is how many checks the agent made in the window.
-	Checks int
+	// Checks is how many checks the agent made in the window, FullReads how many of them read
+	// the node in full (the others confirmed the last one: nothing had changed).
+	Checks, FullReads int
 	// RSSMeanKiB and RSSMaxKiB are the mean and largest of VmRSS sampled each second over the
 	// window; HWMKiB is VmHWM at its end, the peak of the agent's life (its first check's).
 	RSSMeanKiB, RSSMaxKiB, HWMKiB int64
@@ -122,7 +123,7 @@ func writeAgentAtRest(b *strings.Builder, rs []benchRun) {
 	}{
 		{"first check published after the agent's start", func(_ benchRun, a agentAtRest) string { return formatSeconds(a.FirstCheck) }},
 		{"agent's CPU over the idle window, share of one core", func(_ benchRun, a agentAtRest) string {
-			return fmt.Sprintf("%s (%s in %s, %d checks)", formatShare(a.cpuShare()), formatSeconds(a.CPU), formatSeconds(a.Window), a.Checks)
+			return fmt.Sprintf("%s (%s in %s; %d checks, %d of them full reads)", formatShare(a.cpuShare()), formatSeconds(a.CPU), formatSeconds(a.Window), a.Checks, a.FullReads)
 		}},
 		{"kube-proxy's CPU over the same window", func(_ benchRun, a agentAtRest) string {
 			if a.ProxyCPU < 0 {

@@ -56,13 +56,13 @@ svctrace_drift_findings{finding="WeightMismatch"} 9
 func TestFormatAgentAtRest(t *testing.T) {
 	small := benchTestRun("iptables", 1000, 1)
 	small.Agent = &agentAtRest{Args: "--listen-address=:9859 --api-address=:9860", Window: 120 * time.Second,
-		FirstCheck: 640 * time.Millisecond, CPU: 600 * time.Millisecond, ProxyCPU: 0, Checks: 2,
+		FirstCheck: 640 * time.Millisecond, CPU: 600 * time.Millisecond, ProxyCPU: 0, Checks: 2, FullReads: 2,
 		RSSMeanKiB: 90 * 1024, RSSMaxKiB: 100 * 1024, HWMKiB: 120 * 1024,
 		Edit: "`iptables-legacy -t nat -D KUBE-SVC-X`", EditTook: 150 * time.Millisecond,
 		Seen: 600 * time.Millisecond, Noticed: 300 * time.Millisecond, CheckTook: 260 * time.Millisecond, Findings: "MissingEndpoint 1"}
 	large := benchTestRun("iptables", 10000, 10) // dump: 1000 MiB peak
 	large.Agent = &agentAtRest{Args: small.Agent.Args, Window: 100 * time.Second, FirstCheck: 3 * time.Second,
-		CPU: 5 * time.Second, ProxyCPU: 200 * time.Millisecond, Checks: 2,
+		CPU: 5 * time.Second, ProxyCPU: 200 * time.Millisecond, Checks: 2, FullReads: 1,
 		RSSMeanKiB: 500 * 1024, RSSMaxKiB: 1500 * 1024, HWMKiB: 2500 * 1024,
 		Seen: 3200 * time.Millisecond, Noticed: 1100 * time.Millisecond, CheckTook: 2 * time.Second}
 	nft := benchTestRun("nftables", 10000, 1) // measured without the agent
@@ -72,7 +72,7 @@ func TestFormatAgentAtRest(t *testing.T) {
 		"| agent at rest | 1,000 Services | 10,000 Services |\n",
 		"| first check published after the agent's start | 0.64 s | 3.00 s |\n",
 		// 0.6 s in 120 s is 0.5% of a core; 5 s in 100 s is 5%
-		"| agent's CPU over the idle window, share of one core | 0.50% (0.60 s in 120 s, 2 checks) | 5.00% (5.00 s in 100 s, 2 checks) |\n",
+		"| agent's CPU over the idle window, share of one core | 0.50% (0.60 s in 120 s; 2 checks, 2 of them full reads) | 5.00% (5.00 s in 100 s; 2 checks, 1 of them full reads) |\n",
 		"| kube-proxy's CPU over the same window | 0.000% (0.000 s) | 0.20% (0.20 s) |\n",
 		"| agent's CPU / kube-proxy's | kube-proxy used none | 25× |\n",
 		"| agent's RSS over the window: mean, largest | 90 MiB, 100 MiB | 500 MiB, 1500 MiB |\n",
