@@ -122,6 +122,16 @@ type KernelWatcher interface {
 	WatchKernel(ctx context.Context, changed func()) error
 }
 
+// KernelFingerprinter is a Loader that can tell, at a small part of a
+// read's cost, whether the kernel state it reads changed: a digest of that
+// state in the calling thread's network namespace, where two equal digests
+// taken by one process mean the same state. A digest taken just before a
+// read vouches for what the read found while the digest stays the same. An
+// error says it cannot tell (a state it has no digest of).
+type KernelFingerprinter interface {
+	KernelFingerprint(ctx context.Context) ([]byte, error)
+}
+
 // ErrNotInKernel is what a KernelReader's read wraps when the kernel has
 // none of the state it reads (IPVS not loaded): there is no dump to take,
 // which is no error, and no tool need be tried instead.

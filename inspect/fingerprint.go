@@ -1,0 +1,30 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins"
+)
+
+// KernelFingerprint is a digest of the kernel state every plane reads in
+// the calling thread's network namespace (dataplane.KernelFingerprinter):
+// equal digests, taken by this process, mean the planes' state did not
+// change in between. An error says some plane cannot tell (a plane without
+// a digest, or a state it has none of, such as an IPVS table in use).
+func KernelFingerprint(ctx context.Context) ([]byte, error) {
+	var out []byte
+	for _, l := range plugins.Loaders() {
+		f, ok := l.(dataplane.KernelFingerprinter)
+		if !ok {
+			return nil, fmt.Errorf("the %s plane cannot tell whether its state changed", l.Mode())
+		}
+		d, err := f.KernelFingerprint(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = fmt.Appendf(out, "%s %d:%s\n", l.Mode(), len(d), d)
+	}
+	return out, nil
+}

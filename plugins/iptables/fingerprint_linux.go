@@ -1,0 +1,84 @@
+//go:build linux
+
+package iptables
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/plugins/iptables/xtables"
+)
+
+var _ dataplane.KernelFingerprinter = Loader{}
+
+// KernelFingerprint is a digest of the legacy backend's tables of both
+// families in the calling thread's network namespace: their names, each
+// one's layout and every byte of its entries but their packet and byte
+// counters, which traffic moves. Unlike the watch's poll of the tables'
+// sizes it sees a rule replaced by another of the same length. It costs
+// the kernel's copy of the entries and a hash, not their decoding, nor
+// the printing and parsing of a read. The nf_tables backend's rules are
+// the nftables plane's to fingerprint (its generation covers
+// iptables-nft's changes).
+func (Loader) KernelFingerprint(ctx context.Context) ([]byte, error) {
+	h := sha256.New()
+	for _, family := range []string{famIPv4, famIPv6} {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fam := xtFamilies[family]
+		k, err := xtables.Open(fam.xt)
+		if err != nil {
+			return nil, fmt.Errorf("iptables: fingerprinting the legacy tables: %w", err)
+		}
+		names, err := legacyTables(k, fam)
+		if errors.Is(err, ErrNoLegacy) {
+			k.Close()
+			fmt.Fprintf(h, "%s: none\n", family)
+			continue
+		}
+		if err != nil {
+			k.Close()
+			return nil, err
+		}
+		for _, name := range names {
+			blob, info, err := getEntries(k, fam, name)
+			if err != nil {
+				k.Close()
+				return nil, err
+			}
+			fmt.Fprintf(h, "%s %s %+v\n", family, name, info)
+			err = hashEntries(h.Write, fam, blob[xtables.EntriesHead:])
+			unix.Munmap(blob)
+			if err != nil {
+				k.Close()
+				return nil, fmt.Errorf("iptables: %s table %s: %w", family, name, err)
+			}
+		}
+		k.Close()
+	}
+	return h.Sum(nil), nil
+}
+
+// hashEntries writes the entries to w, each without its counters.
+func hashEntries(w func([]byte) (int, error), fam *xtFamily, entries []byte) error {
+	for off := 0; off < len(entries); {
+		e := entries[off:]
+		if len(e) < fam.entrySize {
+			return fmt.Errorf("an entry at offset %d is cut short (%d bytes left)", off, len(e))
+		}
+		next := int(ne.Uint16(e[fam.nextOffset:]))
+		if next < fam.entrySize || next > len(e) {
+			return fmt.Errorf("the entry at offset %d says the next is %d bytes on", off, next)
+		}
+		w(e[:fam.counters])
+		w(e[fam.counters+16 : next])
+		off += next
+	}
+	return nil
+}
