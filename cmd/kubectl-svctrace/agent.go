@@ -49,6 +49,10 @@ func newAgentCommand(streams genericiooptions.IOStreams) *cobra.Command {
 watches the Services, EndpointSlices and its own Node as kube-proxy does, reads
 the kernel's state of the node, and checks it for drift when the objects
 change (once they have been quiet for --debounce) and every --interval.
+Where the kernel notifies every change of the rules (nftables mode, iptables
+mode on the nf_tables backend), a period at which nothing changed and nothing
+was found confirms the last check rather than reading the node again; the
+node is read in full at least every --full-interval.
 
 A difference counts as drift only once it outlives kube-proxy's next sync after
 the change that could explain it (kube-proxy's metrics tell when it synced), or
