@@ -35,9 +35,9 @@ type Options struct {
 	// WatchKernel: check the node soon after its kernel's rules change
 	// (inspect.WatchKernel), as well as after the API objects do.
 	WatchKernel bool
-	// FullInterval bounds the time between two full reads of a node
-	// whose kernel notifies every change: in between, a period when
-	// nothing changed confirms the last check (see canConfirm).
+	// FullInterval bounds the time between two full reads of a node: in
+	// between, a period when nothing changed confirms the last check (see
+	// canConfirm).
 	FullInterval time.Duration
 	// KubeProxyMetrics is where kube-proxy serves /metrics and /configz
 	// on the node (host:port).
@@ -82,14 +82,15 @@ type Agent struct {
 	status      atomic.Pointer[Status]
 	// step is one check, given its deadline (checkOnce; tests replace it).
 	step func(context.Context) *Check
+	// fingerprint is the digest of the node's kernel state
+	// (inspect.KernelFingerprint; tests replace it).
+	fingerprint func(context.Context) ([]byte, error)
 
 	// pokedAt is when the objects or the kernel last changed (Unix
-	// nanoseconds), watchFailed says the kernel watch has stopped.
-	pokedAt     atomic.Int64
-	watchFailed atomic.Bool
+	// nanoseconds).
+	pokedAt atomic.Int64
 
 	// The loop's own state, used by one goroutine.
-	watchSince   time.Time // when the kernel watch started (zero: none)
 	tracker      settle.Tracker
 	lastTook     time.Duration
 	firstSeen    map[string]time.Time
@@ -109,6 +110,7 @@ func New(cs kubernetes.Interface, o Options) (*Agent, error) {
 	}
 	a := &Agent{opts: o, cs: cs, reader: inspect.NewRuleReader(), pokes: make(chan struct{}, 1), kernelPokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
 	a.step = a.checkOnce
+	a.fingerprint = inspect.KernelFingerprint
 	w, err := inspect.NewWatcher(cs, o.Node, a.poke)
 	if err != nil {
 		return nil, err
@@ -151,9 +153,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.publish(func(s *Status) { s.Synced, s.SyncedAt = true, time.Now() })
 	a.opts.Log.Info("objects listed; first check", "node", a.opts.Node)
 	if a.opts.WatchKernel {
-		a.watchSince = time.Now()
 		go inspect.WatchKernel(ctx, a.kernelPoke, func(mode string, err error) {
-			a.watchFailed.Store(true)
 			a.opts.Log.Warn("kernel changes not watched: they are seen at the periodic checks", "node", a.opts.Node, "mode", mode, "err", err)
 		})
 	}
@@ -172,7 +172,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // quiet is what the loop knows of the changes since its last check.
 func (a *Agent) quiet() quiet {
-	q := quiet{watching: !a.watchSince.IsZero() && !a.watchFailed.Load(), watchSince: a.watchSince, fullInterval: a.opts.FullInterval}
+	q := quiet{fullInterval: a.opts.FullInterval}
 	if n := a.pokedAt.Load(); n != 0 {
 		q.pokedAt = time.Unix(0, n)
 	}

@@ -21,6 +21,11 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	// what the sync they report wrote.
 	kp := a.readKubeProxy(ctx, c)
 	a.probeAPI(ctx, c)
+	// Before the read, so that while it stays the same it vouches for
+	// what the read finds (confirm).
+	if fp, err := a.fingerprint(ctx); err == nil {
+		c.Fingerprint = fp
+	}
 	rules := a.reader.Read(ctx)
 	cl, err := a.w.Cluster()
 	if err != nil {

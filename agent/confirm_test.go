@@ -1,26 +1,29 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/svctrace/svctrace/behavior"
 )
 
-// TestCanConfirm: a period confirms the last check only where the kernel
-// notifies every change of the rules, the watch has run since before that
-// check's read, nothing changed since, nothing was found, and the last full
-// read is younger than FullInterval.
+// TestCanConfirm: a period may confirm the last check only when that check
+// read the node after a digest of its kernel state was taken, nothing
+// changed since it began, nothing was found, and the last full read is
+// younger than FullInterval.
 func TestCanConfirm(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	nft := func() *Check {
-		return &Check{At: t0.Add(time.Minute), KubeProxy: KubeProxy{Mode: "nftables"}}
+	idle := func() *Check {
+		return &Check{At: t0.Add(time.Minute), Fingerprint: []byte("nf_tables generation 7"), KubeProxy: KubeProxy{Mode: "iptables", Backend: "legacy"}}
 	}
-	q := quiet{watching: true, watchSince: t0, fullInterval: 10 * time.Minute}
+	q := quiet{fullInterval: 10 * time.Minute}
 	now := t0.Add(2 * time.Minute)
-	if g := nft(); !canConfirm(g, g, q, now) {
-		t.Fatal("an idle nftables node is not confirmed")
+	if g := idle(); !canConfirm(g, g, q, now) {
+		t.Fatal("an idle node whose state has a digest is not confirmed")
 	}
 	cases := []struct {
 		name string
@@ -30,12 +33,7 @@ func TestCanConfirm(t *testing.T) {
 		{"the last check failed", func(_ *Check, _ *quiet, _ *time.Time) *Check {
 			return &Check{At: t0.Add(90 * time.Second), Err: errors.New("x")}
 		}},
-		{"legacy tables", func(g *Check, _ *quiet, _ *time.Time) *Check {
-			g.KubeProxy.Mode, g.KubeProxy.Backend = "iptables", "legacy"
-			return g
-		}},
-		{"ipvs", func(g *Check, _ *quiet, _ *time.Time) *Check { g.KubeProxy.Mode = "ipvs"; return g }},
-		{"mode unknown", func(g *Check, _ *quiet, _ *time.Time) *Check { g.KubeProxy.Mode = ""; return g }},
+		{"no digest of the state (an IPVS table in use)", func(g *Check, _ *quiet, _ *time.Time) *Check { g.Fingerprint = nil; return g }},
 		{"drift found", func(g *Check, _ *quiet, _ *time.Time) *Check {
 			g.Drift = []behavior.Finding{{Type: behavior.MissingEndpoint}}
 			return g
@@ -49,11 +47,6 @@ func TestCanConfirm(t *testing.T) {
 			return g
 		}},
 		{"the API server down", func(g *Check, _ *quiet, _ *time.Time) *Check { g.APIErr = errors.New("x"); return g }},
-		{"the watch failed", func(g *Check, q *quiet, _ *time.Time) *Check { q.watching = false; return g }},
-		{"the read began as the watch started", func(g *Check, q *quiet, _ *time.Time) *Check {
-			q.watchSince = g.At.Add(-watchSettle / 2)
-			return g
-		}},
 		{"a change after the check began", func(g *Check, q *quiet, _ *time.Time) *Check {
 			q.pokedAt = g.At.Add(time.Millisecond)
 			return g
@@ -63,14 +56,14 @@ func TestCanConfirm(t *testing.T) {
 			return g
 		}},
 		{"a confirmation whose read is FullInterval old", func(g *Check, _ *quiet, now *time.Time) *Check {
-			g.Confirms = g.At
+			g.ReadAt = g.At
 			g.At = g.At.Add(9 * time.Minute)
-			*now = g.Confirms.Add(10 * time.Minute)
+			*now = g.ReadAt.Add(10 * time.Minute)
 			return g
 		}},
 	}
 	for _, c := range cases {
-		g, q, now := nft(), q, now
+		g, q, now := idle(), q, now
 		last := c.edit(g, &q, &now)
 		if last == nil {
 			g = nil
@@ -79,17 +72,38 @@ func TestCanConfirm(t *testing.T) {
 			t.Errorf("%s: confirmed", c.name)
 		}
 	}
-	// iptables mode on the nf_tables backend is notified; a change before
-	// the check began is in its read.
-	g := nft()
-	g.KubeProxy.Mode, g.KubeProxy.Backend = "iptables", "nf_tables"
+	// A change before the check began is in its read.
+	g := idle()
 	q.pokedAt = g.At.Add(-time.Millisecond)
 	if !canConfirm(g, g, q, now) {
-		t.Error("an idle iptables node on the nf_tables backend is not confirmed")
+		t.Error("a change before the check began stops the confirmation")
 	}
 	// A confirmation is confirmed again until its read is FullInterval old.
-	g.Confirms, g.At = g.At, g.At.Add(8*time.Minute)
+	g.ReadAt, g.At = g.At, g.At.Add(8*time.Minute)
 	if !canConfirm(g, g, q, g.At.Add(time.Minute)) {
 		t.Error("a confirmation 9m after the read is not confirmed again")
+	}
+}
+
+// TestConfirmNeedsTheSameDigest: a period whose digest of the kernel state
+// differs from the one taken before the last read, or cannot be taken,
+// publishes nothing (the node is read in full), whatever else is quiet.
+func TestConfirmNeedsTheSameDigest(t *testing.T) {
+	a, err := New(fake.NewClientset(), DefaultOptions("node1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := &Check{At: time.Now(), Fingerprint: []byte("legacy tables: digest A")}
+	for name, fp := range map[string]func(context.Context) ([]byte, error){
+		"another digest": func(context.Context) ([]byte, error) { return []byte("legacy tables: digest B"), nil },
+		"no digest":      func(context.Context) ([]byte, error) { return nil, errors.New("an IPVS table in use") },
+	} {
+		a.fingerprint = fp
+		if a.confirm(t.Context(), good) {
+			t.Errorf("%s: confirmed", name)
+		}
+		if s := a.Status(); s.Checks != 0 || s.Good != nil {
+			t.Errorf("%s: published %+v", name, s)
+		}
 	}
 }

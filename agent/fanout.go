@@ -69,7 +69,7 @@ func (n NodeReport) Findings() analysis.NodeFindings {
 	}
 	r := n.Report
 	f.Mode, f.Backend, f.Version, f.Frontends, f.Drift, f.Pending = r.Mode, r.Backend, r.Version, r.Frontends, r.Drift, len(r.Pending)
-	f.CheckedAt, f.PendingQueued = r.CheckedAt, r.KubeProxyWaiting
+	f.CheckedAt, f.ReadAt, f.PendingQueued = r.CheckedAt, r.RulesReadAt, r.KubeProxyWaiting
 	f.Behaviour, f.ServiceFrontends = r.Behaviour, r.ServiceFrontends
 	f.Notes = append(f.Notes, r.Notes...)
 	if r.Error != "" {

@@ -25,6 +25,10 @@ type Report struct {
 	// CheckedAt is when the check reported started; zero before the
 	// first successful check.
 	CheckedAt time.Time `json:"checkedAt,omitzero"`
+	// RulesReadAt, when set, says the check read nothing of the kernel:
+	// its digest was the one taken before the read that started then,
+	// whose findings stand.
+	RulesReadAt time.Time `json:"rulesReadAt,omitzero"`
 	// Error is why the last check failed, when it did (the findings are
 	// then the last good check's, as old as CheckedAt).
 	Error     string             `json:"error,omitempty"`
@@ -61,7 +65,7 @@ func ReportOf(s *Status) Report {
 		r.Error = s.Last.Err.Error()
 	}
 	if g := s.Good; g != nil {
-		r.CheckedAt, r.Frontends, r.Notes = g.At, g.Frontends, g.Notes
+		r.CheckedAt, r.RulesReadAt, r.Frontends, r.Notes = g.At, g.ReadAt, g.Frontends, g.Notes
 		r.Mode, r.Backend, r.Version = g.KubeProxy.Mode, g.KubeProxy.Backend, g.KubeProxy.Version
 		r.KubeProxyStalled, r.KubeProxyLag, r.KubeProxyWaiting = g.KubeProxy.Stalled, g.KubeProxy.Lag, g.KubeProxy.Waiting
 		r.KubeProxyAbsent = g.KubeProxy.Absent

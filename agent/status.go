@@ -64,10 +64,13 @@ func (s *Status) Stale(now time.Time) (time.Duration, bool) {
 type Check struct {
 	At       time.Time
 	Duration time.Duration
-	// Confirms, when set, says this check read nothing of the kernel: it
+	// ReadAt, when set, says this check read nothing of the kernel: it
 	// confirmed the findings of the node's read that started then, as
 	// nothing had changed since (see canConfirm).
-	Confirms time.Time
+	ReadAt time.Time
+	// Fingerprint is the digest of the kernel's state taken just before
+	// the read (nil: none could be taken).
+	Fingerprint []byte
 	// Err is why the check failed (nil: it succeeded).
 	Err error
 	// Reads are the parts of the kernel's state read, each with its

@@ -29,8 +29,10 @@ type NodeFindings struct {
 	// PendingQueued says kube-proxy had a change queued: Pending is its
 	// lag. Otherwise the agent confirms them at its next check.
 	PendingQueued bool
-	// CheckedAt is when the agent's check started.
-	CheckedAt time.Time
+	// CheckedAt is when the agent's check started; ReadAt, when set, when
+	// the rules were last read (the check found the kernel's digest
+	// unchanged since).
+	CheckedAt, ReadAt time.Time
 	// ServiceFrontends counts each Service port's frontends (nil: not
 	// known; Frontends counts them all).
 	ServiceFrontends map[string]int
@@ -85,6 +87,10 @@ func DriftOfNodes(c *snapshot.Cluster, o DriftOptions, nodes []NodeFindings) (*D
 		if !n.CheckedAt.IsZero() {
 			sum.CheckedAt = &metav1.Time{Time: n.CheckedAt}
 			sum.CheckAge = now.Sub(n.CheckedAt).Round(100 * time.Millisecond).String()
+		}
+		if !n.ReadAt.IsZero() {
+			sum.RulesReadAt = &metav1.Time{Time: n.ReadAt}
+			sum.RulesReadAge = now.Sub(n.ReadAt).Round(time.Second).String()
 		}
 		for _, f := range n.Drift {
 			if scope.Wants(f.Service) {

@@ -20,7 +20,7 @@ func TestDriftOfNodes(t *testing.T) {
 	c := snapshottest.Node(3, 1).Cluster
 	nodes := []analysis.NodeFindings{
 		{Node: "node1", Mode: "iptables", Backend: "legacy", Frontends: 3, Pending: 2, PendingQueued: true, BytesRead: 900,
-			CheckedAt: time.Now().Add(-3 * time.Second), ServiceFrontends: map[string]int{"ns-1/svc-1:http": 1, "ns-2/svc-2:http": 2}, Drift: []behavior.Finding{
+			CheckedAt: time.Now().Add(-3 * time.Second), ReadAt: time.Now().Add(-4 * time.Minute), ServiceFrontends: map[string]int{"ns-1/svc-1:http": 1, "ns-2/svc-2:http": 2}, Drift: []behavior.Finding{
 				{Type: behavior.MissingEndpoint, Node: "node1", Service: "ns-1/svc-1:http", Message: "m1"},
 				{Type: behavior.StaleFrontend, Node: "node1", Service: "ns-2/svc-2:http", Message: "m2"},
 			}},
@@ -41,7 +41,7 @@ func TestDriftOfNodes(t *testing.T) {
 	}
 	var b strings.Builder
 	analysis.RenderDrift(&b, r, false)
-	for _, want := range []string{"node node1 (iptables mode): 3 frontends checked 3s ago by its agent, 2 findings (2 differences waiting for kube-proxy's next sync)",
+	for _, want := range []string{"node node1 (iptables mode): 3 frontends checked 3s ago by its agent (rules read 4m0s ago, unchanged since), 2 findings (2 differences waiting for kube-proxy's next sync)",
 		"node node2: not read: no svctrace agent Pod runs there", "MissingEndpoint  node=node1 service=ns-1/svc-1:http"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %q in:\n%s", want, b.String())

@@ -40,6 +40,9 @@ func RenderDrift(w io.Writer, r *DriftReport, wide bool) {
 		if n.CheckAge != "" {
 			checked = "checked " + n.CheckAge + " ago by its agent"
 		}
+		if n.RulesReadAge != "" {
+			checked += " (rules read " + n.RulesReadAge + " ago, unchanged since)"
+		}
 		fmt.Fprintf(w, "node %s (%s): %s %s, %s%s%s\n", n.Name, mode,
 			wording.Count(n.Frontends, "frontend", "frontends"), checked, wording.Count(n.Findings, "finding", "findings"), pending, read)
 	}

@@ -43,6 +43,11 @@ type NodeSummary struct {
 	// report (by its agent), and CheckAge how long before.
 	CheckedAt *metav1.Time `json:"checkedAt,omitempty"`
 	CheckAge  string       `json:"checkAge,omitempty"`
+	// RulesReadAt, when set, is when the agent last read the node's rules:
+	// its check at CheckedAt found the kernel's digest unchanged since,
+	// and RulesReadAge how long before this report that was.
+	RulesReadAt  *metav1.Time `json:"rulesReadAt,omitempty"`
+	RulesReadAge string       `json:"rulesReadAge,omitempty"`
 	// Behaviour is the node's behaviour digest (DriftOptions.Digest).
 	Behaviour []FrontendDigest `json:"behaviour,omitempty"`
 	// ServiceFrontends counts the frontends of each Service port

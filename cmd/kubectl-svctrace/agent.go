@@ -49,10 +49,11 @@ func newAgentCommand(streams genericiooptions.IOStreams) *cobra.Command {
 watches the Services, EndpointSlices and its own Node as kube-proxy does, reads
 the kernel's state of the node, and checks it for drift when the objects
 change (once they have been quiet for --debounce) and every --interval.
-Where the kernel notifies every change of the rules (nftables mode, iptables
-mode on the nf_tables backend), a period at which nothing changed and nothing
-was found confirms the last check rather than reading the node again; the
-node is read in full at least every --full-interval.
+At a period when nothing was found, no object changed and the digest of the
+kernel's state (the nf_tables generation, the legacy tables' entries without
+their counters) is the one taken before the last read, the period confirms the
+last check rather than reading the node again; the node is read in full at
+least every --full-interval, and every period while an IPVS table is in use.
 
 A difference counts as drift only once it outlives kube-proxy's next sync after
 the change that could explain it (kube-proxy's metrics tell when it synced), or
@@ -89,7 +90,7 @@ is also served on a Unix socket in its Pod (--socket) for "agent report".`,
 	f.DurationVar(&o.opts.Debounce, "debounce", o.opts.Debounce, "After an API change, check once the objects have been quiet this long")
 	f.DurationVar(&o.opts.KernelDebounce, "kernel-debounce", o.opts.KernelDebounce, "After the kernel's rules change, check once they have been quiet this long")
 	f.BoolVar(&o.opts.WatchKernel, "watch-kernel", o.opts.WatchKernel, "Check the node soon after its kernel's rules change (nf_tables notifications; the legacy tables' sizes, asked each second), not only after API changes and each --interval")
-	f.DurationVar(&o.opts.FullInterval, "full-interval", o.opts.FullInterval, "With --watch-kernel, where the kernel notifies every change of the rules (nftables mode, iptables mode on the nf_tables backend), read the node in full at least this often: a period when nothing changed (no notification, object or kube-proxy sync) and nothing was found confirms the last check. --interval or less: read it in full every period")
+	f.DurationVar(&o.opts.FullInterval, "full-interval", o.opts.FullInterval, "Read the node in full at least this often: a period when nothing was found and nothing changed (the kernel's digest, the objects, kube-proxy's syncs) confirms the last check. --interval or less: read it in full every period")
 	f.DurationVar(&o.opts.MinGap, "min-gap", o.opts.MinGap, "Least time between the starts of two checks (never less than twice the last check's time)")
 	f.DurationVar(&o.opts.CheckTimeout, "check-timeout", o.opts.CheckTimeout, "Cancel a check that has not ended after this long (a failed check); /livez fails once no check has ended for 3 intervals and this")
 	f.DurationVar(&o.opts.Grace, "grace-period", o.opts.Grace, "A difference that lasts this long is drift whatever kube-proxy's metrics say")
