@@ -289,6 +289,20 @@ spec:
 			strings.Count(out, "read from the node]") != 2 {
 			t.Errorf("drift --all-nodes: exit %d\n%s", code, out)
 		}
+		// An idle node's periodic checks confirm the last read (the
+		// kernel's digest is unchanged): the report says how old that
+		// read is.
+		for deadline := time.Now().Add(45 * time.Second); ; {
+			out, code := cli("drift", "--all-nodes", "-A")
+			if code == 0 && strings.Count(out, "ago, unchanged since)") == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("no confirmed check on both idle nodes within 45 s: exit %d\n%s", code, out)
+				break
+			}
+			time.Sleep(2 * time.Second)
+		}
 		// As kubectl does, the current namespace unless -A: the report
 		// says which, and a namespace with no Service is an error.
 		if out, code := cli("drift", "--all-nodes"); code != 0 || !strings.Contains(out, "no drift in namespace default\n") {
@@ -520,7 +534,7 @@ spec:
 		}
 		out, code := cli("drift", "--all-nodes", "-A")
 		if code != 1 || !strings.Contains(out, "MissingEndpoint  node=node1 service=default/web:http") ||
-			!regexp.MustCompile(`node node2 \(iptables mode\): \d+ frontends? checked [0-9.]+m?s ago by its agent, 0 findings`).MatchString(out) {
+			!regexp.MustCompile(`node node2 \(iptables mode\): \d+ frontends? checked [0-9.]+m?s ago by its agent( \(rules read [0-9.ms]+ ago, unchanged since\))?, 0 findings`).MatchString(out) {
 			t.Errorf("drift --all-nodes after the rule was deleted: exit %d\n%s", code, out)
 		}
 		// The repair from the workstation, through node1's agent, which
