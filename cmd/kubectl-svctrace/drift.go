@@ -60,7 +60,7 @@ nodes could not be read.`,
 		Example: `  kubectl svctrace drift --all-nodes -A
   kubectl svctrace drift --snapshot snapshot.yaml --all-nodes
   kubectl svctrace drift default/nginx --snapshot snapshot.yaml --node node1 -o yaml
-  kubectl svctrace drift --local --node "$(hostname)"`,
+  kubectl svctrace drift --local -A --node "$(hostname)"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.complete(args); err != nil {
