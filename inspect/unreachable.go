@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,7 +61,9 @@ func (r Remote) AgentCallError(ctx context.Context, node string, pod *corev1.Pod
 	if err == nil {
 		return nil
 	}
-	e := &ErrAgentUnreachable{Node: node, Pod: pod.Namespace + "/" + pod.Name, Addr: AgentAddr(pod), Err: err}
+	e := &ErrAgentUnreachable{Node: node, Pod: pod.Namespace + "/" + pod.Name, Err: err}
+	// Empty only where no client could be made for the Pod.
+	e.Addr, _ = nodeapi.Address(pod)
 	var ne net.Error
 	var op *net.OpError
 	switch {
@@ -82,18 +83,4 @@ func (r Remote) AgentCallError(ctx context.Context, node string, pod *corev1.Pod
 		return err
 	}
 	return e
-}
-
-// AgentAddr is the address of the agent's API in pod, as the CLI calls
-// it (nodeapi.NewNodeClient).
-func AgentAddr(pod *corev1.Pod) string {
-	host := pod.Status.PodIP
-	if host == "" {
-		host = pod.Status.HostIP
-	}
-	port := pod.Annotations[nodeapi.PortAnnotation]
-	if port == "" {
-		port = strconv.Itoa(nodeapi.DefaultPort)
-	}
-	return net.JoinHostPort(host, port)
 }

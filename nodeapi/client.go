@@ -36,6 +36,29 @@ type ErrRefused struct {
 
 func (e *ErrRefused) Error() string { return e.Message }
 
+// Address is where the agent in pod serves its API (host:port): the Pod's
+// address (its node's, with the host network) and the port it publishes,
+// else DefaultPort.
+func Address(pod *corev1.Pod) (string, error) {
+	name := pod.Namespace + "/" + pod.Name
+	port := DefaultPort
+	if p := pod.Annotations[PortAnnotation]; p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("agent Pod %s: annotation %s %q is not a port", name, PortAnnotation, p)
+		}
+		port = n
+	}
+	host := pod.Status.PodIP
+	if host == "" {
+		host = pod.Status.HostIP
+	}
+	if host == "" {
+		return "", fmt.Errorf("agent Pod %s has no address yet", name)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
 // NewNodeClient makes the client of the agent in pod, authenticating as
 // cfg's user (its client certificate, or its bearer token: static, from a
 // file, or from an exec plugin) and trusting only the certificate whose
@@ -46,20 +69,9 @@ func NewNodeClient(cfg *rest.Config, pod *corev1.Pod) (*NodeClient, error) {
 	if pin == "" {
 		return nil, fmt.Errorf("agent Pod %s publishes no API certificate (annotation %s): it runs an svctrace from before the node API, or cannot annotate its Pod (its log says why); update the DaemonSet from deploy/", name, CertAnnotation)
 	}
-	port := DefaultPort
-	if p := pod.Annotations[PortAnnotation]; p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("agent Pod %s: annotation %s %q is not a port", name, PortAnnotation, p)
-		}
-		port = n
-	}
-	host := pod.Status.PodIP
-	if host == "" {
-		host = pod.Status.HostIP
-	}
-	if host == "" {
-		return nil, fmt.Errorf("agent Pod %s has no address yet", name)
+	addr, err := Address(pod)
+	if err != nil {
+		return nil, err
 	}
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
@@ -75,7 +87,7 @@ func NewNodeClient(cfg *rest.Config, pod *corev1.Pod) (*NodeClient, error) {
 	tlsCfg.MinVersion = tls.VersionTLS12
 	tlsCfg.VerifyConnection = func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) == 0 || !strings.EqualFold(Fingerprint(cs.PeerCertificates[0].Raw), pin) {
-			return fmt.Errorf("the server at %s is not agent Pod %s: its certificate is not the one the Pod publishes", net.JoinHostPort(host, strconv.Itoa(port)), name)
+			return fmt.Errorf("the server at %s is not agent Pod %s: its certificate is not the one the Pod publishes", addr, name)
 		}
 		return nil
 	}
@@ -89,7 +101,7 @@ func NewNodeClient(cfg *rest.Config, pod *corev1.Pod) (*NodeClient, error) {
 		return nil, fmt.Errorf("the kubeconfig's credentials: %w", err)
 	}
 	// --request-timeout bounds each call, as it bounds the API server's.
-	return &NodeClient{pod: name, base: "https://" + net.JoinHostPort(host, strconv.Itoa(port)), http: &http.Client{Transport: rt, Timeout: cfg.Timeout}}, nil
+	return &NodeClient{pod: name, base: "https://" + addr, http: &http.Client{Transport: rt, Timeout: cfg.Timeout}}, nil
 }
 
 // NodeState reads the node's kernel state (a snapshot of one node),
