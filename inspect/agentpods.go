@@ -19,7 +19,20 @@ type AgentPods struct {
 // namespace and labels, no field selector). A failed LIST is kept, and
 // each node gets it as AgentPod would give it.
 func (r Remote) ListAgentPods(ctx context.Context) *AgentPods {
-	pods, err := r.Client.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: AgentSelector})
+	return r.listAgentPods(ctx, "")
+}
+
+// agentPodsOf lists the agent Pods of nodes: with a field selector for a
+// single node, else those of every node.
+func (r Remote) agentPodsOf(ctx context.Context, nodes []string) *AgentPods {
+	if len(nodes) == 1 {
+		return r.listAgentPods(ctx, "spec.nodeName="+nodes[0])
+	}
+	return r.ListAgentPods(ctx)
+}
+
+func (r Remote) listAgentPods(ctx context.Context, fieldSelector string) *AgentPods {
+	pods, err := r.Client.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: AgentSelector, FieldSelector: fieldSelector})
 	if err != nil {
 		return &AgentPods{err: err}
 	}

@@ -69,8 +69,8 @@ type NodeRead struct {
 func (r Remote) ReadNodes(ctx context.Context, nodes []string, helper *Helper, dst []netip.Addr, o FanOut) []NodeRead {
 	out := make([]NodeRead, len(nodes))
 	var pods *AgentPods
-	if helper == nil && len(nodes) > 1 {
-		pods = r.ListAgentPods(ctx)
+	if helper == nil {
+		pods = r.agentPodsOf(ctx, nodes)
 	}
 	ForEachNode(ctx, nodes, o, func(ctx context.Context, i int, node string) {
 		out[i] = r.readNode(ctx, node, helper, pods, dst, o.Timeout)
@@ -82,8 +82,8 @@ func (r Remote) ReadNodes(ctx context.Context, nodes []string, helper *Helper, d
 	return out
 }
 
-// readNode reads one node; pods, when set, are the agent Pods already
-// listed.
+// readNode reads one node; pods are the agent Pods listed (nil with a
+// helper).
 func (r Remote) readNode(ctx context.Context, node string, helper *Helper, pods *AgentPods, dst []netip.Addr, timeout time.Duration) NodeRead {
 	nr := NodeRead{Node: node}
 	var pod *corev1.Pod
@@ -98,13 +98,7 @@ func (r Remote) readNode(ctx context.Context, node string, helper *Helper, pods 
 		}
 		pod, container = p, HelperContainer
 	default:
-		var p *corev1.Pod
-		var err error
-		if pods != nil {
-			p, err = pods.Of(node)
-		} else {
-			p, err = r.AgentPod(ctx, node)
-		}
+		p, err := pods.Of(node)
 		if err != nil {
 			nr.Err = err
 			return nr

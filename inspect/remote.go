@@ -64,16 +64,7 @@ func (e *ErrNoAgent) Error() string {
 // node's agent Pods (a fan-out over many nodes lists them all once:
 // ListAgentPods).
 func (r Remote) AgentPod(ctx context.Context, node string) (*corev1.Pod, error) {
-	pods, err := r.Client.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: AgentSelector,
-		FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		return nil, agentListError(node, err)
-	}
-	ptrs := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		ptrs[i] = &pods.Items[i]
-	}
-	return runningAgent(node, ptrs)
+	return r.agentPodsOf(ctx, []string{node}).Of(node)
 }
 
 // agentListError is the error of node when the agent's Pods could not be
