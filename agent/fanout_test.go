@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/internal/silentlistener"
 	"github.com/svctrace/svctrace/nodeapi"
 )
 
@@ -59,27 +60,11 @@ func TestReadReportsOneList(t *testing.T) {
 
 // silentAgent accepts connections and never answers; it returns its port.
 func silentAgent(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := silentlistener.Listen(t.Context(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return addr.(*net.TCPAddr).Port
 }
 
 // closedPort is a port nothing listens on.

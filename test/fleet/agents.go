@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/svctrace/svctrace/inspect"
+	"github.com/svctrace/svctrace/internal/silentlistener"
 	"github.com/svctrace/svctrace/nodeapi"
 )
 
@@ -85,28 +85,6 @@ func startOne(ctx context.Context, cfg *rest.Config, a Agent, report func(node s
 // Silent listens on address and never answers: the connections it takes
 // wait until ctx ends (an agent whose node is up and whose API hangs).
 func Silent(ctx context.Context, address string) error {
-	ln, err := net.Listen("tcp", address)
-	if err != nil {
-		return fmt.Errorf("the silent agent: %w", err)
-	}
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	return nil
+	_, err := silentlistener.Listen(ctx, address)
+	return err
 }
