@@ -109,6 +109,19 @@ func (o *commonOptions) complete() error {
 	return nil
 }
 
+// namespaceScope is the namespace a command looks at when it looks at
+// many Services, as kubectl does: the one given with -n, else the
+// kubeconfig's current one (current is then true); "" for every namespace
+// with -A, and for a snapshot without -n, whose namespaces the kubeconfig
+// does not know.
+func (o *commonOptions) namespaceScope() (ns string, current bool) {
+	asked := o.configFlags.Namespace != nil && *o.configFlags.Namespace != ""
+	if o.allNamespaces || (o.snapshotFile != "" && !asked) {
+		return "", false
+	}
+	return o.namespace, !asked
+}
+
 func (o *commonOptions) validate() error {
 	switch o.output {
 	case "text", "wide", "json", "yaml":

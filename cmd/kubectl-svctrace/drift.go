@@ -156,17 +156,12 @@ func (o *commonOptions) source() string {
 	return "the live state"
 }
 
-// scope is what drift checks: the Service asked for; else, as in
-// kubectl, the namespace given with -n, or the kubeconfig's current one,
-// unless -A widens it to every namespace. A snapshot's namespaces are not
-// the kubeconfig's: without -n it is checked whole, as the TUI shows it.
+// scope is what drift checks: the Service asked for, else the namespaces
+// of namespaceScope.
 func (o *driftOptions) scope() analysis.Scope {
-	asked := o.configFlags.Namespace != nil && *o.configFlags.Namespace != ""
-	switch {
-	case o.ref != nil:
+	if o.ref != nil {
 		return analysis.Scope{Service: o.ref}
-	case o.allNamespaces || (o.snapshotFile != "" && !asked):
-		return analysis.Scope{}
 	}
-	return analysis.Scope{Namespace: o.namespace, Current: !asked}
+	ns, current := o.namespaceScope()
+	return analysis.Scope{Namespace: ns, Current: current}
 }

@@ -137,14 +137,11 @@ func (o *tuiOptions) every() time.Duration {
 	return o.refresh
 }
 
-// tuiNamespace is the namespace the Services screen opens on: every one
-// with -A or a snapshot (whose namespace the kubeconfig does not know),
-// else the kubeconfig's.
+// tuiNamespace is the namespace the Services screen opens on ("": every
+// one), as drift would check it.
 func (o *tuiOptions) tuiNamespace() string {
-	if o.allNamespaces || (o.snapshotFile != "" && (o.configFlags.Namespace == nil || *o.configFlags.Namespace == "")) {
-		return ""
-	}
-	return o.namespace
+	ns, _ := o.namespaceScope()
+	return ns
 }
 
 // load reads the state again, as the other commands read it, and
