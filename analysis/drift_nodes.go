@@ -2,13 +2,11 @@ package analysis
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/svctrace/svctrace/behavior"
-	"github.com/svctrace/svctrace/internal/suggest"
 	"github.com/svctrace/svctrace/model"
 	"github.com/svctrace/svctrace/snapshot"
 )
@@ -129,23 +127,15 @@ func namespaceInReports(ns string, nodes []NodeFindings) error {
 		return nil
 	}
 	var all []string
-	seen, known := map[string]bool{}, false
+	known := false
 	for _, n := range nodes {
 		known = known || n.ServiceFrontends != nil
 		for spn := range n.ServiceFrontends {
-			s := model.ParseServicePortName(spn)
-			if s.Namespace == ns {
-				return nil
-			}
-			if !seen[s.Namespace] {
-				seen[s.Namespace] = true
-				all = append(all, s.Namespace)
-			}
+			all = append(all, model.ParseServicePortName(spn).Namespace)
 		}
 	}
 	if !known {
 		return nil
 	}
-	slices.Sort(all)
-	return fmt.Errorf("namespace %q has no Service on the nodes read; %s", ns, suggest.Hint(ns, all, "namespaces with Services"))
+	return namespaceAmong(ns, all, " on the nodes read")
 }

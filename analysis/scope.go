@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,19 +127,22 @@ func checkNamespace(c *snapshot.Cluster, ns string) error {
 	if c == nil {
 		return nil
 	}
-	seen := map[string]bool{}
 	var all []string
 	for _, k := range allServices(c) {
-		n := k.Namespace
-		if n == ns {
-			return nil
-		}
-		if !seen[n] {
-			seen[n] = true
-			all = append(all, n)
-		}
+		all = append(all, k.Namespace)
 	}
-	return fmt.Errorf("namespace %q has no Service; %s", ns, suggest.Hint(ns, all, "namespaces with Services"))
+	return namespaceAmong(ns, all, "")
+}
+
+// namespaceAmong is nil when ns is one of namespaces (each Service's, in
+// any order), else the error with the close matches; where says where the
+// Services were looked for.
+func namespaceAmong(ns string, namespaces []string, where string) error {
+	if slices.Contains(namespaces, ns) {
+		return nil
+	}
+	slices.Sort(namespaces)
+	return fmt.Errorf("namespace %q has no Service%s; %s", ns, where, suggest.Hint(ns, slices.Compact(namespaces), "namespaces with Services"))
 }
 
 // checkNamedInRules fails, with the close matches, when no frontend of a
