@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 
 	"golang.org/x/sys/unix"
 
@@ -31,38 +32,42 @@ func (Loader) KernelFingerprint(ctx context.Context) ([]byte, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		fam := xtFamilies[family]
-		k, err := xtables.Open(fam.xt)
-		if err != nil {
-			return nil, fmt.Errorf("iptables: fingerprinting the legacy tables: %w", err)
-		}
-		names, err := legacyTables(k, fam)
-		if errors.Is(err, ErrNoLegacy) {
-			k.Close()
-			fmt.Fprintf(h, "%s: none\n", family)
-			continue
-		}
-		if err != nil {
-			k.Close()
+		if err := digestLegacy(h, xtFamilies[family]); err != nil {
 			return nil, err
 		}
-		for _, name := range names {
-			blob, info, err := getEntries(k, fam, name)
-			if err != nil {
-				k.Close()
-				return nil, err
-			}
-			fmt.Fprintf(h, "%s %s %+v\n", family, name, info)
-			err = hashEntries(h.Write, fam, blob[xtables.EntriesHead:])
-			unix.Munmap(blob)
-			if err != nil {
-				k.Close()
-				return nil, fmt.Errorf("iptables: %s table %s: %w", family, name, err)
-			}
-		}
-		k.Close()
 	}
 	return h.Sum(nil), nil
+}
+
+// digestLegacy writes the family's legacy tables to h, each table's name,
+// layout and entries without their counters.
+func digestLegacy(h hash.Hash, fam *xtFamily) error {
+	k, err := xtables.Open(fam.xt)
+	if err != nil {
+		return fmt.Errorf("iptables: fingerprinting the legacy tables: %w", err)
+	}
+	defer k.Close()
+	names, err := legacyTables(k, fam)
+	if errors.Is(err, ErrNoLegacy) {
+		fmt.Fprintf(h, "%s: none\n", fam.name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		blob, info, err := getEntries(k, fam, name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %s %+v\n", fam.name, name, info)
+		err = hashEntries(h.Write, fam, blob[xtables.EntriesHead:])
+		unix.Munmap(blob)
+		if err != nil {
+			return fmt.Errorf("iptables: %s table %s: %w", fam.name, name, err)
+		}
+	}
+	return nil
 }
 
 // hashEntries writes the entries to w, each without its counters.
