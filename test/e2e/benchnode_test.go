@@ -190,26 +190,7 @@ func copyFile(src, dst string) error {
 
 // benchMachine describes the machine: CPUs and their model, memory, kernel, load.
 func benchMachine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	mem := "unknown memory"
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				var kib int64
-				if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kib); err == nil {
-					mem = fmt.Sprintf("%.1f GiB memory", float64(kib)/(1<<20))
-				}
-			}
-		}
-	}
+	model, mem := cpuAndMemory()
 	kernel := "unknown kernel"
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		kernel = "Linux " + strings.TrimSpace(string(b))
