@@ -82,8 +82,9 @@ type Agent struct {
 	status      atomic.Pointer[Status]
 	// step is one check, given its deadline (checkOnce; tests replace it).
 	step func(context.Context) *Check
-	// fingerprint is the digest of the node's kernel state
-	// (inspect.KernelFingerprint; tests replace it).
+	// fingerprint is the digest of the node's kernel state at a period
+	// (inspect.KernelFingerprint; tests replace it). A check takes its
+	// own with its read (inspect.Rules.Fingerprint).
 	fingerprint func(context.Context) ([]byte, error)
 
 	// pokedAt is when the objects or the kernel last changed (Unix

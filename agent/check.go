@@ -21,12 +21,15 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	// what the sync they report wrote.
 	kp := a.readKubeProxy(ctx, c)
 	a.probeAPI(ctx, c)
-	// Before the read, so that while it stays the same it vouches for
-	// what the read finds (confirm).
-	if fp, err := a.fingerprint(ctx); err == nil {
-		c.Fingerprint = fp
+	// The digest of the state the read finds (taken before it, or by the
+	// planes from what they read): while it stays the same it vouches for
+	// what the read found (confirm).
+	read := a.reader.Read(ctx)
+	rules := func() inspect.Rules {
+		r := read()
+		c.Fingerprint = r.Fingerprint
+		return r
 	}
-	rules := a.reader.Read(ctx)
 	cl, err := a.w.Cluster()
 	if err != nil {
 		rules()

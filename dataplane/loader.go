@@ -132,6 +132,16 @@ type KernelFingerprinter interface {
 	KernelFingerprint(ctx context.Context) ([]byte, error)
 }
 
+// ReadFingerprinter is a reader (a RepeatedReader's) whose reads take the
+// plane's digest (KernelFingerprinter) of the very state they read, for a
+// caller that keeps a digest of every state it reads: ReadFingerprint is
+// that digest for the reads made since its last call, the bytes
+// KernelFingerprint gives while the state stays as read; an error when
+// those reads did not read all the state the digest covers.
+type ReadFingerprinter interface {
+	ReadFingerprint() ([]byte, error)
+}
+
 // ErrNotInKernel is what a KernelReader's read wraps when the kernel has
 // none of the state it reads (IPVS not loaded): there is no dump to take,
 // which is no error, and no tool need be tried instead.

@@ -24,7 +24,7 @@ func KernelFingerprint(ctx context.Context) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = fmt.Appendf(out, "%s %d:%s\n", l.Mode(), len(d), d)
+		out = appendPrint(out, l.Mode(), d)
 	}
 	return out, nil
 }

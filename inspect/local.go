@@ -54,6 +54,9 @@ type Rules struct {
 	Err   error
 	// Reads are the reads made, in the order of the dump tools.
 	Reads []Read
+	// Fingerprint, for a RuleReader's read, is KernelFingerprint of the
+	// state read: nil when it cannot be told.
+	Fingerprint []byte
 }
 
 // dumpCommand is one tool that dumps rules; what names what it reads.
@@ -91,10 +94,16 @@ func ReadRules(ctx context.Context) func() Rules {
 // ReadRules does. One read at a time.
 type RuleReader struct {
 	readers []dataplane.KernelReader
+	// prints take the kernel's fingerprint for each read (Rules.Fingerprint);
+	// none for ReadRules.
+	prints []planePrint
 }
 
 // NewRuleReader returns a reader for repeated reads.
-func NewRuleReader() *RuleReader { return &RuleReader{readers: kernelReaders(true)} }
+func NewRuleReader() *RuleReader {
+	rs := kernelReaders(true)
+	return &RuleReader{readers: rs, prints: planePrints(rs)}
+}
 
 // kernelReaders are the planes that read the kernel themselves; repeated
 // gives those that can their reader for repeated reads.
@@ -115,6 +124,7 @@ func kernelReaders(repeated bool) []dataplane.KernelReader {
 
 // Read starts a read, as ReadRules does.
 func (rr *RuleReader) Read(ctx context.Context) func() Rules {
+	before, err := rr.fingerprintBefore(ctx)
 	cmds := dumpCommands()
 	results := make([]chan dumpResult, len(cmds))
 	for i, c := range cmds {
@@ -147,6 +157,9 @@ func (rr *RuleReader) Read(ctx context.Context) func() Rules {
 		}
 		if r.Err == nil && found == 0 {
 			r.Err = fmt.Errorf("neither iptables-save nor nft found (install iptables and nftables)")
+		}
+		if err == nil && r.Err == nil {
+			r.Fingerprint = rr.fingerprintAfter(before)
 		}
 		return r
 	}

@@ -5,6 +5,8 @@ package iptables
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
 	"path/filepath"
 	"testing"
 
@@ -64,5 +66,57 @@ func TestKernelFingerprint(t *testing.T) {
 	}
 	if replaced := digest(); bytes.Equal(first, replaced) {
 		t.Fatal("a rule replaced by one of the same length left the digest as it was")
+	}
+}
+
+// TestReadFingerprint: the agent's reader digests the tables it reads as
+// KernelFingerprint does, so that the digest of a read equals the one taken
+// after it while nothing changed, and differs from the one taken after a
+// rule was replaced by one of the same length; a read of one family only
+// has no digest.
+func TestReadFingerprint(t *testing.T) {
+	ns := legacyNetns(t)
+	netnstest.Need(t, "iptables-legacy")
+	netnstest.Run(t, ns, "", "iptables-legacy", "-A", "INPUT", "-p", "tcp", "--dport", "80", "-j", "DROP")
+	netnstest.Run(t, ns, "", "ip6tables-legacy", "-A", "INPUT", "-p", "tcp", "--dport", "80", "-j", "DROP")
+	r := Loader{}.Repeated().(*digestingReader)
+	var read, after []byte
+	var oneFamily error
+	if err := netns.Run(filepath.Join("/run/netns", ns), func() error {
+		for _, c := range []string{CollectorSave, CollectorSave6} {
+			if d, err := r.ReadKernel(c, "legacy"); err != nil || !strings.Contains(d.Text, "--dport 80 -j DROP") {
+				return fmt.Errorf("%s: %v, text %q", c, err, d.Text)
+			}
+		}
+		var err error
+		if read, err = r.ReadFingerprint(); err != nil {
+			return err
+		}
+		if after, err = (Loader{}).KernelFingerprint(context.Background()); err != nil {
+			return err
+		}
+		if _, err := r.ReadKernel(CollectorSave, "legacy"); err != nil {
+			return err
+		}
+		_, oneFamily = r.ReadFingerprint()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read, after) {
+		t.Fatalf("the read's digest %q, KernelFingerprint after it %q", read, after)
+	}
+	if oneFamily == nil {
+		t.Error("a read of IPv4's tables alone gave a digest")
+	}
+	netnstest.Run(t, ns, "", "ip6tables-legacy", "-R", "INPUT", "1", "-p", "tcp", "--dport", "80", "-j", "ACCEPT")
+	if err := netns.Run(filepath.Join("/run/netns", ns), func() (err error) {
+		after, err = Loader{}.KernelFingerprint(context.Background())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(read, after) {
+		t.Error("an IPv6 rule replaced by one of the same length left the digest of the read as it was")
 	}
 }

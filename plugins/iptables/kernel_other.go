@@ -12,3 +12,8 @@ var ErrNoLegacy = errors.New("the legacy backend is not in use in this kernel")
 func ReadLegacy(string) (string, error) {
 	return "", errors.New("iptables: reading the legacy tables needs Linux")
 }
+
+// readLegacyDigest needs Linux.
+func readLegacyDigest(string) (string, []byte, error) {
+	return "", nil, errors.New("iptables: reading the legacy tables needs Linux")
+}

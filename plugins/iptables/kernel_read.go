@@ -5,6 +5,7 @@ package iptables
 import (
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"strings"
@@ -41,7 +42,7 @@ func ReadLegacy(family string) (string, error) {
 		return "", fmt.Errorf("iptables: %w", err)
 	}
 	defer k.Close()
-	return readLegacy(k, fam)
+	return readLegacy(k, fam, nil)
 }
 
 // ErrNoLegacy is the error of a legacy read where the kernel has no legacy
@@ -49,8 +50,10 @@ func ReadLegacy(family string) (string, error) {
 var ErrNoLegacy = errors.New("the legacy backend is not in use in this kernel")
 
 // readLegacy prints every table of the family that k has, in the order
-// the kernel lists them, as iptables-legacy-save does.
-func readLegacy(k xtables.Kernel, fam *xtFamily) (string, error) {
+// the kernel lists them, as iptables-legacy-save does. With h, it writes
+// each table to h as the family's digest does (hashTable), from the
+// entries it prints.
+func readLegacy(k xtables.Kernel, fam *xtFamily, h hash.Hash) (string, error) {
 	names, err := legacyTables(k, fam)
 	if err != nil {
 		return "", err
@@ -68,6 +71,12 @@ func readLegacy(k xtables.Kernel, fam *xtFamily) (string, error) {
 		// The text is about a quarter of the entries' size, a little more
 		// for kube-proxy's: room for it at once, not twice over as it grows.
 		out.Grow(len(blob) / 3)
+		if h != nil {
+			if err := hashTable(h, fam, name, blob, info); err != nil {
+				unix.Munmap(blob)
+				return "", err
+			}
+		}
 		fmt.Fprintf(&out, "# Read by svctrace from the kernel's legacy %s tables on %s\n", fam.name, now)
 		// The entries printed are given back as the rest is printed: the
 		// text and the entries are not both whole in memory at once.

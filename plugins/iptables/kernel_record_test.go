@@ -43,7 +43,7 @@ func readLegacyRecorded(t testing.TB, ns, family string) (string, *kernelrec.Rec
 		}
 		defer k.Close()
 		r := xtablestest.Record(fam.xt, k)
-		text, err = readLegacy(r, fam)
+		text, err = readLegacy(r, fam, nil)
 		rec = r.Recording()
 		return err
 	})

@@ -72,7 +72,7 @@ func recorded(t *testing.T, name string) recordedCase {
 func replay(c recordedCase, rec *kernelrec.Recording) (string, *xtablestest.Player, error) {
 	fam := xtFamilies[c.family]
 	p := xtablestest.Play(fam.xt, rec)
-	text, err := readLegacy(p, fam)
+	text, err := readLegacy(p, fam, nil)
 	return text, p, err
 }
 
@@ -152,7 +152,7 @@ func BenchmarkReplayLegacy(b *testing.B) {
 	fam := xtFamilies[famIPv4]
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := readLegacy(xtablestest.Play(fam.xt, rec), fam); err != nil {
+		if _, err := readLegacy(xtablestest.Play(fam.xt, rec), fam, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
