@@ -12,13 +12,14 @@ import (
 // an idle agent costs. Each full check takes, just before its read, a
 // digest of the kernel state the planes read (inspect.KernelFingerprint:
 // the nf_tables generation, the legacy tables' entries without their
-// counters, an IPVS table not in use). At a period when nothing was found,
+// counters, an IPVS table's servers, the ipsets and kube-ipvs0's addresses
+// without their counters). At a period when nothing was found,
 // no object changed and the kernel told of no change, the digest is taken
 // again: when it is the same and kube-proxy made no sync and answers, as
 // does the API server, the period confirms the last check (publishes its
 // findings again as of now) instead of reading the node. A node is still
 // read in full at least every FullInterval. A node whose state has no
-// digest (an IPVS table in use) is read in full every period.
+// digest (a plane's digest fails) is read in full every period.
 
 // quiet is what the agent's loop knows, at a period, of the changes since
 // its last check.

@@ -33,7 +33,7 @@ func TestCanConfirm(t *testing.T) {
 		{"the last check failed", func(_ *Check, _ *quiet, _ *time.Time) *Check {
 			return &Check{At: t0.Add(90 * time.Second), Err: errors.New("x")}
 		}},
-		{"no digest of the state (an IPVS table in use)", func(g *Check, _ *quiet, _ *time.Time) *Check { g.Fingerprint = nil; return g }},
+		{"no digest of the state (a plane's digest failed)", func(g *Check, _ *quiet, _ *time.Time) *Check { g.Fingerprint = nil; return g }},
 		{"drift found", func(g *Check, _ *quiet, _ *time.Time) *Check {
 			g.Drift = []behavior.Finding{{Type: behavior.MissingEndpoint}}
 			return g
@@ -96,7 +96,7 @@ func TestConfirmNeedsTheSameDigest(t *testing.T) {
 	good := &Check{At: time.Now(), Fingerprint: []byte("legacy tables: digest A")}
 	for name, fp := range map[string]func(context.Context) ([]byte, error){
 		"another digest": func(context.Context) ([]byte, error) { return []byte("legacy tables: digest B"), nil },
-		"no digest":      func(context.Context) ([]byte, error) { return nil, errors.New("an IPVS table in use") },
+		"no digest":      func(context.Context) ([]byte, error) { return nil, errors.New("a plane's digest failed") },
 	} {
 		a.fingerprint = fp
 		if a.confirm(t.Context(), good) {

@@ -12,7 +12,7 @@ import (
 // the calling thread's network namespace (dataplane.KernelFingerprinter):
 // equal digests, taken by this process, mean the planes' state did not
 // change in between. An error says some plane cannot tell (a plane without
-// a digest, or a state it has none of, such as an IPVS table in use).
+// a digest, or a state it could not read).
 func KernelFingerprint(ctx context.Context) ([]byte, error) {
 	var out []byte
 	for _, l := range plugins.Loaders() {

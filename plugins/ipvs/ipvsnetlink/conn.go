@@ -50,3 +50,10 @@ func (c *Conn) Do(msg []byte) error {
 func (c *Conn) execute(m netlink.Message) ([]netlink.Message, error) {
 	return c.c.Execute(m)
 }
+
+// Dump sends one dump request, a message of type typ with data, and
+// returns the kernel's reply messages (all the parts of a multipart
+// reply, without its end).
+func (c *Conn) Dump(typ netlink.HeaderType, data []byte) ([]netlink.Message, error) {
+	return c.c.Execute(netlink.Message{Header: netlink.Header{Type: typ, Flags: netlink.Request | netlink.Dump}, Data: data})
+}
