@@ -6,8 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/svctrace/svctrace/internal/netns"
