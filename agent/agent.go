@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/svctrace/svctrace/analysis"
 	"github.com/svctrace/svctrace/inspect"
 	"github.com/svctrace/svctrace/settle"
 )
@@ -92,6 +93,9 @@ type Agent struct {
 	pokedAt atomic.Int64
 
 	// The loop's own state, used by one goroutine.
+	// memo keeps each check's observation for the next, which walks
+	// again only the Services whose rules changed (analysis.Memo).
+	memo         *analysis.Memo
 	tracker      settle.Tracker
 	lastTook     time.Duration
 	firstSeen    map[string]time.Time
@@ -109,7 +113,7 @@ func New(cs kubernetes.Interface, o Options) (*Agent, error) {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = DefaultCheckTimeout
 	}
-	a := &Agent{opts: o, cs: cs, reader: inspect.NewRuleReader(), pokes: make(chan struct{}, 1), kernelPokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}}
+	a := &Agent{opts: o, cs: cs, reader: inspect.NewRuleReader(), pokes: make(chan struct{}, 1), kernelPokes: make(chan struct{}, 1), firstSeen: map[string]time.Time{}, memo: analysis.NewMemo()}
 	a.step = a.checkOnce
 	a.fingerprint = inspect.KernelFingerprint
 	w, err := inspect.NewWatcher(cs, o.Node, a.poke)
@@ -238,7 +242,7 @@ func (a *Agent) check(ctx context.Context) {
 		a.opts.Log.Error("check failed", "node", a.opts.Node, "err", c.Err)
 	} else {
 		a.opts.Log.Info("checked", "node", a.opts.Node, "frontends", c.Frontends, "drift", len(c.Drift),
-			"pending", len(c.Pending), "took", c.Duration.Round(time.Millisecond))
+			"pending", len(c.Pending), "walked", c.Walked.Walked, "reused", c.Walked.Reused, "took", c.Duration.Round(time.Millisecond))
 	}
 	a.publish(func(s *Status) {
 		s.Last = c

@@ -63,11 +63,12 @@ func (a *Agent) checkOnce(ctx context.Context) *Check {
 	}
 	s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind,
 		Metadata: snapshot.Metadata{CreationTimestamp: start.UTC(), Source: "live"}, Cluster: cl, Nodes: []snapshot.NodeState{ns}}
-	r, err := analysis.Drift(s, analysis.DriftOptions{Family: a.opts.Family, Models: []*analysis.Model{model}, Digest: true})
+	r, err := analysis.Drift(s, analysis.DriftOptions{Family: a.opts.Family, Models: []*analysis.Model{model}, Digest: true, Memo: a.memo})
 	if err != nil {
 		c.Err = errCheck("checking for drift", err)
 		return a.finish(c)
 	}
+	c.Walked.Reused, c.Walked.Walked = a.memo.Counts(a.opts.Node, a.opts.Family)
 	c.Notes = append(c.Notes, r.Notes...)
 	for _, n := range r.Nodes {
 		c.Frontends += n.Frontends

@@ -80,6 +80,10 @@ type Check struct {
 	KubeProxy KubeProxy
 	// Frontends is how many frontends were checked.
 	Frontends int
+	// Walked says how many groups of frontends (a Service's each) the
+	// check walked, and how many it took from the last check's walks, as
+	// nothing they read had changed (analysis.Memo).
+	Walked Walked
 	// Drift are the findings that outlived kube-proxy's sync of the
 	// changes before them; Pending the ones that wait for it.
 	Drift, Pending []behavior.Finding
@@ -95,6 +99,11 @@ type Check struct {
 	// those the watches last had.
 	APIErr       error
 	APIDownSince time.Time
+}
+
+// Walked counts a check's groups of frontends.
+type Walked struct {
+	Reused, Walked int
 }
 
 // KubeProxy is what the agent learnt of the node's kube-proxy.

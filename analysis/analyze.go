@@ -88,6 +88,8 @@ type Options struct {
 	// instead of building it. A Model serves one analysis: the analysis
 	// completes the view with the node's addresses.
 	Model *Model
+	// memo is the node's last observation, for a drift check (see Memo).
+	memo *dataplane.ObserveMemo
 }
 
 // Analyze parses a node's dumps of one family (iptables, nftables), picks
@@ -128,6 +130,11 @@ func AnalyzeWith(s *snapshot.Snapshot, node, family string, o Options) (*NodeAna
 	}
 	a.Plane = plane
 	pl.lendGates(plane)
+	if o.Service == nil {
+		// Before anything reads the state: what the last check of the
+		// node read cleanly need not be read again (see Memo).
+		dataplane.PrimeMemo(o.memo, plane)
+	}
 	if note != "" {
 		a.Notes = append(a.Notes, note)
 	}
@@ -316,6 +323,9 @@ func (a *NodeAnalysis) behaviour(m modelResult, o Options, prior *behavior.Probe
 		in.Expected = a.Expected.Frontends
 	}
 	in.NoRules, in.HairpinDueOnly = o.Lean, o.Lean
+	if o.Service == nil {
+		in.Memo = o.memo
+	}
 	a.Observed = dataplane.Observe(a.Plane, in)
 	// What the walks assumed; the plane's own notes among them are
 	// dropped below, where the plane's notes are taken.
@@ -349,7 +359,7 @@ func (a *NodeAnalysis) observeWithRules(in dataplane.ObserveInput, fs []behavior
 			keys[k] = true
 		}
 	}
-	in.NoRules, in.HairpinDueOnly = false, false
+	in.NoRules, in.HairpinDueOnly, in.Memo = false, false, nil
 	in.Expected = nil
 	for _, e := range a.Expected.Frontends {
 		if keys[e.Key.String()] {

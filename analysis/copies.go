@@ -35,7 +35,7 @@ func (a *NodeAnalysis) otherCopy(in dataplane.ObserveInput) {
 	if n, ok := a.Plane.(dataplane.BackendNamer); ok && n.Backend() != "" {
 		walked = "the " + n.Backend() + " copy"
 	}
-	in.NoRules, in.HairpinDueOnly = true, true
+	in.NoRules, in.HairpinDueOnly, in.Memo = true, true, nil
 	theirs := Compare(a.Expected, dataplane.Observe(other, in))
 	mine := 0
 	for _, f := range a.Findings {

@@ -22,6 +22,10 @@ type DriftOptions struct {
 	// Digest puts each node's behaviour digest in its summary (the
 	// agent's report carries it, for comparing nodes).
 	Digest bool
+	// Memo, when set, keeps each node's observation for the next check
+	// with the same Memo (a node agent's), which walks again only the
+	// Services whose walks read something that changed (see Memo).
+	Memo *Memo
 }
 
 // ErrNoNodeState is returned for a snapshot that holds no node's kernel
@@ -52,7 +56,7 @@ func Drift(s *snapshot.Snapshot, o DriftOptions) (*DriftReport, error) {
 	for _, n := range nodes {
 		// AnalyzeWith uses the node's prepared view if it fits the
 		// node's release, and builds its own if not.
-		opts := Options{Lean: true}
+		opts := Options{Lean: true, memo: o.Memo.of(n, o.Family)}
 		for _, m := range o.Models {
 			if m.of(s.Cluster, n, o.Family) {
 				opts.Model = m

@@ -51,6 +51,11 @@ type ObserveInput struct {
 	// node of many, most endpoints are elsewhere, and these probes were
 	// most of the walks. A frontend not expected is probed for all.
 	HairpinDueOnly bool
+	// Memo, when set, is the last observation of the node and family:
+	// the frontends whose walks depend on nothing that changed since take
+	// its outcomes instead of being walked again (see ObserveMemo), and
+	// the memo then holds this observation.
+	Memo *ObserveMemo
 }
 
 // Observe walks the kernel state for every frontend it or the expected
@@ -111,11 +116,13 @@ func Observe(p Plane, in ObserveInput) *behavior.Table {
 			due[in.Expected[i].Key] = &in.Expected[i]
 		}
 	}
-	assumed := observeAll(w, describe, env, space, keys, order, due)
+	memo := startMemo(p, in, env, space)
+	assumed, reused, groups := observeAll(w, describe, env, space, keys, order, due, memo)
 	for _, k := range order {
 		t.Frontends = append(t.Frontends, *keys[k])
 	}
 	t.Notes = append(t.Notes, p.Notes()...)
+	memo.finish(in.Memo, p, reused, groups-reused)
 	t.Notes = append(t.Notes, assumed...)
 	t.Sort()
 	return t
@@ -370,6 +377,9 @@ type walks struct {
 	// where the dump did not tell), each once, in the order met.
 	assumed     []string
 	assumedSeen map[string]bool
+	// group are the notes of the walks of the group of frontends being
+	// observed, each once (for an ObserveMemo).
+	group []string
 }
 
 type walkKey struct {
@@ -406,14 +416,24 @@ func (w *walks) walk(p Packet, o WalkOptions) []Branch {
 // keepNotes keeps the notes of branches walked.
 func (w *walks) keepNotes(br []Branch) {
 	for _, b := range br {
+		w.keepTexts(b.Notes)
 		for _, n := range b.Notes {
-			if !w.assumedSeen[n] {
-				if w.assumedSeen == nil {
-					w.assumedSeen = map[string]bool{}
-				}
-				w.assumedSeen[n] = true
-				w.assumed = append(w.assumed, n)
+			if !slices.Contains(w.group, n) {
+				w.group = append(w.group, n)
 			}
+		}
+	}
+}
+
+// keepTexts keeps notes, each once.
+func (w *walks) keepTexts(notes []string) {
+	for _, n := range notes {
+		if !w.assumedSeen[n] {
+			if w.assumedSeen == nil {
+				w.assumedSeen = map[string]bool{}
+			}
+			w.assumedSeen[n] = true
+			w.assumed = append(w.assumed, n)
 		}
 	}
 }
@@ -454,26 +474,43 @@ func scope(w Walker) (Walker, func()) {
 // concurrent use. The frontends of one Service are observed together, in
 // one scope (see ScopedWalker): they walk the same chains.
 // It returns the notes of the walks (what the walker assumed), each once.
-func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.ProbeSpace, keys map[behavior.Key]*behavior.Frontend, order []behavior.Key, due map[behavior.Key]*behavior.Frontend) []string {
-	groups := byService(keys, order)
-	var next atomic.Int64
+// With memo (see ObserveMemo), a group whose walks depend on nothing that
+// changed takes its outcomes from it; reused counts those, of groups.
+func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.ProbeSpace, keys map[behavior.Key]*behavior.Frontend, order []behavior.Key, due map[behavior.Key]*behavior.Frontend, memo *memoRun) (notes []string, reused, groups int) {
+	byGroup := byService(keys, order)
+	var next, taken atomic.Int64
 	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), len(groups))
-	notes := make([][]string, workers)
+	workers := min(runtime.GOMAXPROCS(0), len(byGroup))
+	perWorker := make([][]string, workers)
 	for worker := range workers {
 		wg.Go(func() {
 			ws := newWalks(w)
-			defer func() { notes[worker] = ws.assumed }()
+			defer func() { perWorker[worker] = ws.assumed }()
+			var reads []uint64
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(groups) {
+				if i >= len(byGroup) {
 					return
+				}
+				var key uint64
+				if memo != nil {
+					key = groupDigest(byGroup[i], due)
+					if kept, ok := memo.take(key, byGroup[i]); ok {
+						ws.keepTexts(kept)
+						taken.Add(1)
+						continue
+					}
 				}
 				fw, done := scope(w)
 				ws.use(fw)
-				for _, f := range groups[i] {
+				ws.group = ws.group[:0]
+				for _, f := range byGroup[i] {
 					observeFrontend(ws, describe, env, f, space, due[f.Key])
 					ws.reset()
+				}
+				if sr, ok := fw.(ScopeReads); ok && memo != nil {
+					reads = sr.AppendReads(reads[:0])
+					memo.keep(key, byGroup[i], reads, ws.group)
 				}
 				done()
 			}
@@ -481,7 +518,7 @@ func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.P
 	}
 	wg.Wait()
 	var out []string
-	for _, ns := range notes {
+	for _, ns := range perWorker {
 		for _, n := range ns {
 			if !slices.Contains(out, n) {
 				out = append(out, n)
@@ -489,7 +526,7 @@ func observeAll(w Walker, describe func(Hop) HopInfo, env *Env, space behavior.P
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, int(taken.Load()), len(byGroup)
 }
 
 // byService groups the frontends by Service, in the order of their first

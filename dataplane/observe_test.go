@@ -86,7 +86,7 @@ func TestObserveScopesByService(t *testing.T) {
 	add("10.96.0.5", "")
 	r := &scopeRecorder{}
 	space := behavior.NewProbeSpace(nil, []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil)
-	observeAll(r, nil, &Env{}, space, keys, order, nil)
+	observeAll(r, nil, &Env{}, space, keys, order, nil, nil)
 	var got []string
 	for _, s := range r.scopes {
 		var dsts []string

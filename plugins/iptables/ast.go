@@ -40,6 +40,10 @@ type Ruleset struct {
 	// walks that enter them; checkRest parses those no walk did.
 	rest     []*Chain
 	restOnce sync.Once
+	// clean are the per-Service chains (by partID) an earlier read of
+	// the node parsed cleanly, with the same lines: checkRest leaves them
+	// (see Plane.KnownClean).
+	clean atomic.Pointer[map[uint64]bool]
 }
 
 // Note is something a reader of the dump should know, tied to a line.

@@ -376,12 +376,31 @@ func (rs *Ruleset) checkRest() {
 	rs.restOnce.Do(func() {
 		var rp reparser
 		defer rp.flush()
+		var clean map[uint64]bool
+		if c := rs.clean.Load(); c != nil {
+			clean = *c
+		}
 		for _, c := range rs.rest {
-			if l := c.lazy; !l.parsed.Load() {
+			if l := c.lazy; !l.parsed.Load() && !clean[partID(l.table.Name, c.Name)] {
 				l.rulesFor(rp.parser(l), c)
 			}
 		}
 	})
+}
+
+// cleanLate says, once every line is accounted for (checkRest), that no
+// line parsed late gave a note or an error.
+func (rs *Ruleset) cleanLate() bool {
+	rs.checkRest()
+	for _, st := range rs.lazy {
+		st.mu.Lock()
+		bad := len(st.notes) > 0 || st.err != nil
+		st.mu.Unlock()
+		if bad {
+			return false
+		}
+	}
+	return true
 }
 
 // reparser parses kept lines outside their chain's first use (a check

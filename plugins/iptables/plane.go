@@ -27,6 +27,10 @@ type Plane struct {
 	// gates judges packets by other components' nftables tables (see
 	// WithGate); nil: none known.
 	gates dataplane.GateGiver
+	// parts are the digests of the walked ruleset's dumps, made once
+	// (see StateParts); nil when it cannot be divided.
+	parts     *dataplane.StateParts
+	partsOnce sync.Once
 }
 
 // leftovers are ModeLeftovers' answers over every backend.

@@ -1,0 +1,121 @@
+package analysis_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/svctrace/svctrace/analysis"
+	"github.com/svctrace/svctrace/snapshot"
+	"github.com/svctrace/svctrace/snapshot/snapshottest"
+)
+
+// TestMemo: a drift check with a memo of the node's last check walks again
+// only the Services whose walks read something that changed, and reports
+// exactly what a check without it reports, whatever changed: nothing, a
+// chain of one Service, a chain every walk reads, an endpoint object, a
+// read's date.
+func TestMemo(t *testing.T) {
+	// A dump of a megabyte or more is read lazily, its per-Service chains
+	// parsed by the walks that enter them (as on a large node).
+	const services = 800
+	base := snapshottest.Node(services, 3)
+	// svc-7's last endpoint jump, the catch-all of its KUBE-SVC chain.
+	svc7 := lineOf(t, base, `--comment "ns-7/svc-7:http -> `, "-j KUBE-SEP-", true)
+	dispatch := lineOf(t, base, `--comment "ns-9/svc-9:http cluster IP"`, "-A KUBE-SERVICES", false)
+	for _, tc := range []struct {
+		name   string
+		change func(s *snapshot.Snapshot)
+		// walked: the groups walked again (-1: every one).
+		walked int
+		drift  bool
+	}{
+		{name: "nothing changed", change: func(*snapshot.Snapshot) {}, walked: 0},
+		{name: "another read's date", change: func(s *snapshot.Snapshot) {
+			editDumps(s, func(text string) string { return strings.ReplaceAll(text, "Sat Nov 21", "Sun Nov 22") })
+		}, walked: 0},
+		{name: "an endpoint's jump deleted from one Service's chain", change: func(s *snapshot.Snapshot) {
+			editDumps(s, func(text string) string { return strings.Replace(text, svc7+"\n", "", 1) })
+		}, walked: 1, drift: true},
+		{name: "a dispatch rule deleted from KUBE-SERVICES", change: func(s *snapshot.Snapshot) {
+			editDumps(s, func(text string) string { return strings.Replace(text, dispatch+"\n", "", 1) })
+		}, walked: -1, drift: true},
+		{name: "an endpoint gone from the API", change: func(s *snapshot.Snapshot) {
+			es := &s.Cluster.EndpointSlices[3]
+			es.Endpoints = es.Endpoints[1:]
+		}, walked: -1, drift: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			memo := analysis.NewMemo()
+			first := snapshottest.Node(services, 3)
+			check(t, first, memo)
+			if reused, walked := memo.Counts("node1", "IPv4"); reused != 0 || walked < services {
+				t.Fatalf("first check: %d groups reused, %d walked", reused, walked)
+			}
+			next := snapshottest.Node(services, 3)
+			tc.change(next)
+			got := check(t, next, memo)
+			want := check(t, snapshottest.Node(services, 3), nil)
+			if tc.change != nil {
+				fresh := snapshottest.Node(services, 3)
+				tc.change(fresh)
+				want = check(t, fresh, nil)
+			}
+			if got != want {
+				t.Errorf("with the memo:\n%s\nwithout:\n%s", got, want)
+			}
+			if hasDrift := strings.Contains(want, `"findings":[{`); hasDrift != tc.drift {
+				t.Errorf("drift found: %v, want %v:\n%s", hasDrift, tc.drift, want)
+			}
+			reused, walked := memo.Counts("node1", "IPv4")
+			switch {
+			case tc.walked >= 0 && walked != tc.walked:
+				t.Errorf("%d groups walked again (%d reused), want %d", walked, reused, tc.walked)
+			case tc.walked < 0 && reused != 0:
+				t.Errorf("%d groups reused (%d walked), want none", reused, walked)
+			}
+		})
+	}
+}
+
+// check is drift's report of s as JSON, with the memo when not nil.
+func check(t *testing.T, s *snapshot.Snapshot, memo *analysis.Memo) string {
+	t.Helper()
+	r, err := analysis.Drift(s, analysis.DriftOptions{Family: "IPv4", Digest: true, Memo: memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// lineOf is the line of s's IPv4 iptables dump holding both marks, the
+// last such line when last.
+func lineOf(t *testing.T, s *snapshot.Snapshot, mark, and string, last bool) string {
+	t.Helper()
+	found := ""
+	for _, d := range s.Nodes[0].Dumps {
+		for l := range strings.Lines(d.Text) {
+			if strings.Contains(l, mark) && strings.Contains(l, and) {
+				found = strings.TrimSuffix(l, "\n")
+				if !last {
+					return found
+				}
+			}
+		}
+	}
+	if found == "" {
+		t.Fatalf("no line with %q and %q", mark, and)
+	}
+	return found
+}
+
+// editDumps rewrites the texts of s's dumps.
+func editDumps(s *snapshot.Snapshot, edit func(string) string) {
+	for i := range s.Nodes[0].Dumps {
+		s.Nodes[0].Dumps[i].Text = edit(s.Nodes[0].Dumps[i].Text)
+	}
+}
