@@ -3,16 +3,13 @@
 package analysis_test
 
 import (
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/svctrace/svctrace/analysis"
-	"github.com/svctrace/svctrace/internal/netns"
 	"github.com/svctrace/svctrace/internal/netnstest"
-	"github.com/svctrace/svctrace/snapshot"
 	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
 
@@ -97,36 +94,4 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// newChecker returns the agent's check of the namespace's legacy tables
-// against base's objects (the model prepared while the kernel is read), as
-// benchmarkReadAnalyze makes it, with a memo when not nil.
-func newChecker(b *testing.B, ns string, base *snapshot.Snapshot) func(*analysis.Memo) *analysis.DriftReport {
-	path := filepath.Join("/run/netns", ns)
-	read := kernelReader(b)
-	return func(memo *analysis.Memo) *analysis.DriftReport {
-		model := analysis.PrepareModel(base.Cluster, "node1", "IPv4", "")
-		node := base.Nodes[0]
-		err := netns.Run(path, func() error {
-			for _, c := range []string{"iptables-save", "ip6tables-save"} {
-				d, err := read(c, "legacy")
-				if err != nil {
-					return err
-				}
-				node.Dumps = append(node.Dumps, d)
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s := &snapshot.Snapshot{APIVersion: snapshot.APIVersion, Kind: snapshot.Kind, Metadata: base.Metadata,
-			Cluster: base.Cluster, Nodes: []snapshot.NodeState{node}}
-		r, err := analysis.Drift(s, analysis.DriftOptions{Family: "IPv4", Models: []*analysis.Model{model}, Memo: memo})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return r
-	}
 }
