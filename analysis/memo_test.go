@@ -23,9 +23,30 @@ func TestMemo(t *testing.T) {
 	// svc-7's last endpoint jump, the catch-all of its KUBE-SVC chain.
 	svc7 := lineOf(t, base, `--comment "ns-7/svc-7:http -> `, "-j KUBE-SEP-", true)
 	dispatch := lineOf(t, base, `--comment "ns-9/svc-9:http cluster IP"`, "-A KUBE-SERVICES", false)
+	// svc-12's KUBE-SVC chain, and its rules.
+	svc12 := lineOf(t, base, `--comment "ns-12/svc-12:http cluster IP"`, "-A KUBE-SERVICES", false)
+	svc12 = "-A " + svc12[strings.LastIndex(svc12, "KUBE-SVC-"):] + " "
+	emptied := func(keep int) func(s *snapshot.Snapshot) {
+		return func(s *snapshot.Snapshot) {
+			editDumps(s, func(text string) string {
+				var out strings.Builder
+				n := 0
+				for l := range strings.Lines(text) {
+					if strings.HasPrefix(l, svc12) {
+						if n++; n > keep {
+							continue
+						}
+					}
+					out.WriteString(l)
+				}
+				return out.String()
+			})
+		}
+	}
 	for _, tc := range []struct {
-		name   string
-		change func(s *snapshot.Snapshot)
+		name string
+		// before, when set, makes the first check's state.
+		before, change func(s *snapshot.Snapshot)
 		// walked: the groups walked again (-1: every one).
 		walked int
 		drift  bool
@@ -40,6 +61,7 @@ func TestMemo(t *testing.T) {
 		{name: "a dispatch rule deleted from KUBE-SERVICES", change: func(s *snapshot.Snapshot) {
 			editDumps(s, func(text string) string { return strings.Replace(text, dispatch+"\n", "", 1) })
 		}, walked: -1, drift: true},
+		{name: "a rule put back into a Service's emptied chain", before: emptied(0), change: emptied(2), walked: -1, drift: true},
 		{name: "an endpoint gone from the API", change: func(s *snapshot.Snapshot) {
 			es := &s.Cluster.EndpointSlices[3]
 			es.Endpoints = es.Endpoints[1:]
@@ -48,6 +70,9 @@ func TestMemo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			memo := analysis.NewMemo()
 			first := snapshottest.Node(services, 3)
+			if tc.before != nil {
+				tc.before(first)
+			}
 			check(t, first, memo)
 			if reused, walked := memo.Counts("node1", "IPv4"); reused != 0 || walked < services {
 				t.Fatalf("first check: %d groups reused, %d walked", reused, walked)
@@ -55,12 +80,9 @@ func TestMemo(t *testing.T) {
 			next := snapshottest.Node(services, 3)
 			tc.change(next)
 			got := check(t, next, memo)
-			want := check(t, snapshottest.Node(services, 3), nil)
-			if tc.change != nil {
-				fresh := snapshottest.Node(services, 3)
-				tc.change(fresh)
-				want = check(t, fresh, nil)
-			}
+			fresh := snapshottest.Node(services, 3)
+			tc.change(fresh)
+			want := check(t, fresh, nil)
 			if got != want {
 				t.Errorf("with the memo:\n%s\nwithout:\n%s", got, want)
 			}

@@ -41,7 +41,7 @@ func (p *Plane) stateParts() (dataplane.StateParts, bool) {
 		shared.WriteString(rs.Family + "\x00" + rs.Backend + "\x00")
 		parts := map[uint64]uint64{}
 		for _, st := range rs.lazy {
-			digestDump(st.text, shared, parts)
+			digestDump(st.text, shared, parts, rs.scoped)
 		}
 		p.parts = &dataplane.StateParts{Shared: shared.Sum64(), Parts: parts}
 	})
@@ -73,11 +73,12 @@ func (p *Plane) Clean() bool {
 	return p.Rules != nil && p.Rules.cleanLate()
 }
 
-// digestDump digests a dump's lines: a per-Service chain's declaration and
-// rules into its part, every other line but comments into shared. The
-// lines of a chain come together in a dump (iptables-save prints a chain's
-// rules in a run): a chain's digest is looked up when the chain changes.
-func digestDump(text string, shared *xxhash.Digest, parts map[uint64]uint64) {
+// digestDump digests a dump's lines: the declaration and rules of a chain
+// the walks parse in their scope (scoped) into its part, every other line
+// but comments into shared. The lines of a chain come together in a dump
+// (iptables-save prints a chain's rules in a run): a chain's digest is
+// looked up when the chain changes.
+func digestDump(text string, shared *xxhash.Digest, parts map[uint64]uint64, scoped func(table, chain string) bool) {
 	table, last := "", ""
 	var cur *xxhash.Digest
 	var chains map[string]*xxhash.Digest
@@ -103,20 +104,22 @@ func digestDump(text string, shared *xxhash.Digest, parts map[uint64]uint64) {
 		case strings.HasPrefix(line, "-A "):
 			chain = plainWord(line, len("-A "))
 		}
-		if chain == "" || chains == nil || !perServiceChain(chain) {
+		if chain != "" && chain != last {
+			cur, last = nil, chain
+			if chains != nil && scoped(table, chain) {
+				if cur = chains[chain]; cur == nil {
+					cur = xxhash.New()
+					chains[chain] = cur
+				}
+			}
+		}
+		if chain == "" || cur == nil {
 			if policy != "" {
 				line = ":" + chain + " " + policy
 			}
 			shared.WriteString(line)
 			shared.WriteString("\n")
 			continue
-		}
-		if chain != last || cur == nil {
-			if cur = chains[chain]; cur == nil {
-				cur = xxhash.New()
-				chains[chain] = cur
-			}
-			last = chain
 		}
 		if policy != "" {
 			cur.WriteString(":" + policy + "\n")
@@ -157,4 +160,17 @@ func (s scopedWalker) AppendReads(ids []uint64) []uint64 {
 		ids = append(ids, partID(c.lazy.table.Name, c.Name))
 	}
 	return ids
+}
+
+// scoped says whether the walks parse the chain in their scope, and a
+// scope tells it among its reads (AppendReads): a per-Service chain with
+// rule lines of a lazy read. Any other chain, a per-Service chain declared
+// without rules among them, is read by the walks outside their scopes.
+func (rs *Ruleset) scoped(table, chain string) bool {
+	t := rs.Tables[table]
+	if t == nil {
+		return false
+	}
+	c := t.Chain(chain)
+	return c != nil && c.lazy != nil && c.lazy.transient
 }
