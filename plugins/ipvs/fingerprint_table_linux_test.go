@@ -106,7 +106,7 @@ func TestKernelFingerprintTable(t *testing.T) {
 			t.Fatal("the kernel has IPVS, the reader found none")
 		}
 		checkSetsDigest(t, ns)
-		t.Log("this kernel has no IPVS: checked the ipsets' digest; the IPVS table's runs in the VM lab (plugins/ipvs/vm-test.sh)")
+		t.Log("this kernel has no IPVS: checked the ipsets' digest; the IPVS table's runs in the VM lab (test/e2e TestIPVSVM, or plugins/ipvs/vm-test.sh)")
 		return
 	}
 	netnstest.Run(t, ns, "", "sh", "-c", strings.Join([]string{
@@ -158,17 +158,25 @@ func TestKernelFingerprintTable(t *testing.T) {
 			t.Errorf("%s: put back, the digest is not the first\n%s", c.name, netnstest.Run(t, ns, "", "ipvsadm", "-Ln"))
 		}
 	}
+	checkMemberChanges(t, ns, "digest", digest, first)
+}
+
+// checkMemberChanges checks that get, whose answer in ns was first,
+// changes when a member of KUBE-CLUSTER-IP is added, is first again once it
+// is removed, and changes when one of the first members is removed.
+func checkMemberChanges(t *testing.T, ns, what string, get func() []byte, first []byte) {
+	t.Helper()
 	changeMember(t, ns, "10.96.0.13,tcp:80", true)
-	if bytes.Equal(digest(), first) {
-		t.Error("an ipset member added: the digest did not change")
+	if bytes.Equal(get(), first) {
+		t.Errorf("an ipset member added: the %s did not change", what)
 	}
 	changeMember(t, ns, "10.96.0.13,tcp:80", false)
-	if !bytes.Equal(digest(), first) {
-		t.Error("an ipset member removed again: the digest is not the first")
+	if !bytes.Equal(get(), first) {
+		t.Errorf("an ipset member removed again: the %s is not the first", what)
 	}
 	changeMember(t, ns, "10.96.0.12,udp:53", false)
-	if bytes.Equal(digest(), first) {
-		t.Error("an ipset member removed: the digest did not change")
+	if bytes.Equal(get(), first) {
+		t.Errorf("an ipset member removed: the %s did not change", what)
 	}
 }
 
@@ -224,16 +232,5 @@ func checkSetsDigest(t *testing.T, ns string) {
 	if !bytes.Equal(records(), first) {
 		t.Fatal("the ipsets' records changed while nothing did")
 	}
-	changeMember(t, ns, "10.96.0.13,tcp:80", true)
-	if bytes.Equal(records(), first) {
-		t.Error("an ipset member added: the records did not change")
-	}
-	changeMember(t, ns, "10.96.0.13,tcp:80", false)
-	if !bytes.Equal(records(), first) {
-		t.Error("an ipset member removed again: the records are not the first")
-	}
-	changeMember(t, ns, "10.96.0.12,udp:53", false)
-	if bytes.Equal(records(), first) {
-		t.Error("an ipset member removed: the records did not change")
-	}
+	checkMemberChanges(t, ns, "ipsets' records", records, first)
 }

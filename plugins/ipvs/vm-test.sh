@@ -10,6 +10,9 @@
 #	sudo sh plugins/ipvs/vm-test.sh -test.run 'TestKernelFingerprint' -test.v
 #	sudo sh plugins/ipvs/vm-test.sh -test.run '^$' -test.bench BenchmarkIPVSDigest10k -test.benchmem
 #
+# SVCTRACE_VM_ENV are assignments put before the test binary in the VM;
+# SVCTRACE_VM_BRING_BACK is a pattern of files under plugins/ipvs that the
+# run wrote in the VM, copied back into the tree (record-vm.sh records so).
 # It exits with the test binary's status (1 when the VM gave none).
 set -eu
 cache=${SVCTRACE_LAB_CACHE:-$HOME/.cache/svctrace-lab}/debian
@@ -45,6 +48,7 @@ for m in ip_vs ip_vs_rr ip_vs_wrr dummy ip_set ip_set_hash_ip ip_set_hash_ipport
 		insmods="$insmods $name"
 	done
 done
+bring=${SVCTRACE_VM_BRING_BACK:-}
 args=""
 for a in "$@"; do
 	args="$args '$(printf '%s' "$a" | sed "s/'/'\\\\''/g")'"
@@ -60,8 +64,14 @@ mount -t tmpfs tmp /tmp
 mount -t tmpfs run /run
 for m in $insmods; do insmod /mods/\$m; done
 cd /work/plugins/ipvs
-CI=\${CI:-} /ipvs.test $args 2>&1
-echo "<<<exit \$?"
+${SVCTRACE_VM_ENV:-} /ipvs.test $args 2>&1
+rc=\$?
+if [ -n "$bring" ]; then
+	echo "<<<files"
+	tar -C /work/plugins/ipvs -cf - "$(dirname "$bring")" | gzip | base64
+	echo "files>>>"
+fi
+echo "<<<exit \$rc"
 poweroff -f
 INIT
 chmod +x "$root/init"
@@ -73,6 +83,10 @@ accel=""
 timeout "${SVCTRACE_VM_TIMEOUT:-900}" qemu-system-x86_64 -m 2048 -smp 2 -display none -monitor none -no-reboot $accel \
 	-kernel "$kroot/boot/vmlinuz-$release" -initrd "$work/initrd" \
 	-append "console=ttyS0 panic=-1 quiet" -serial "file:$work/console" || true
-tr -d '\r' <"$work/console" | sed -n '/^<<<exit/q;p' | grep -v '^\[ *[0-9.]*\]' || true
+tr -d '\r' <"$work/console" | sed -n '/^<<<exit/q;/^<<<files/q;p' | grep -v '^\[ *[0-9.]*\]' || true
+if [ -n "$bring" ]; then
+	tr -d '\r' <"$work/console" | sed -n '/^<<<files/,/^files>>>/p' | sed '1d;$d' | base64 -d | gzip -d |
+		tar -C plugins/ipvs -xvf - --wildcards "$bring"
+fi
 code=$(tr -d '\r' <"$work/console" | sed -n 's/^<<<exit \([0-9]*\)$/\1/p')
 exit "${code:-1}"

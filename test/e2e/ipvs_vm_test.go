@@ -244,9 +244,20 @@ var vmPods = map[string]string{"10.244.200.11": "p11", "10.244.200.12": "p12", "
 func TestIPVSVM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	l, vm := startIPVSVM(ctx, t)
+	l, vm := startIPVSVMWith(ctx, t, "", map[string][]byte{"usr/local/bin/ipvs.test": ipvsPlaneTests(ctx, t)})
 	bin := buildSvctrace(t)
 	t.Logf("VM node %s runs with %s %v", vm.Name, vm.Accel, vm.Failed)
+	// The ipvs plane's digest, which an idle agent confirms its last check
+	// by, needs a kernel with IPVS: its test runs in the VM.
+	fp, err := vm.Run(ctx, "cd /tmp && CI=true /usr/local/bin/ipvs.test -test.run '^TestKernelFingerprintTable$' -test.v 2>&1; echo exit=$?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fp, "--- PASS: TestKernelFingerprintTable") || !strings.Contains(fp, "exit=0") || strings.Contains(fp, "has no IPVS") {
+		t.Errorf("the ipvs plane's digest test in the VM:\n%s", fp)
+	} else {
+		t.Logf("the ipvs plane's digest test in the VM: %s", fp[strings.Index(fp, "--- PASS"):])
+	}
 	if err := vm.StartKubeProxy(ctx, "ipvs"); err != nil {
 		t.Fatal(err)
 	}
@@ -575,6 +586,12 @@ func startIPVSVM(ctx context.Context, t *testing.T) (*lab.Lab, *lab.VM) {
 // startIPVSVMVersion is startIPVSVM with the kube-proxy of a release ("": the lab's).
 func startIPVSVMVersion(ctx context.Context, t *testing.T, version string) (*lab.Lab, *lab.VM) {
 	t.Helper()
+	return startIPVSVMWith(ctx, t, version, nil)
+}
+
+// startIPVSVMWith is startIPVSVMVersion with more files in the VM's root.
+func startIPVSVMWith(ctx context.Context, t *testing.T, version string, extra map[string][]byte) (*lab.Lab, *lab.VM) {
+	t.Helper()
 	l := lab.Start(t, lab.Options{Nodes: 1, ProxyVersion: version})
 	l.Apply(t, ipvsServices)
 	// svctrace goes in the VM too, built without cgo (the VM has no libc
@@ -599,9 +616,28 @@ func startIPVSVMVersion(ctx context.Context, t *testing.T, version string) (*lab
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := l.StartVM(t, "vm1", lab.VMOptions{Files: map[string][]byte{"usr/local/bin/kubectl-svctrace": svctraceBin, "usr/local/bin/labnet": labnetBin}})
+	files := map[string][]byte{"usr/local/bin/kubectl-svctrace": svctraceBin, "usr/local/bin/labnet": labnetBin}
+	maps.Copy(files, extra)
+	vm, err := l.StartVM(t, "vm1", lab.VMOptions{Files: files})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l, vm
+}
+
+// ipvsPlaneTests is the ipvs plane's test binary, built without cgo for
+// the VM, whose tests need a kernel with IPVS.
+func ipvsPlaneTests(ctx context.Context, t *testing.T) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "ipvs.test")
+	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", out, "github.com/svctrace/svctrace/plugins/ipvs")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
