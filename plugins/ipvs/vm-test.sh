@@ -26,7 +26,7 @@ mkdir -p "$root/bin" "$root/mods" "$root/work/plugins/ipvs" "$root/proc" "$root/
 cp "$bb" "$root/bin/busybox"
 cp -r plugins/ipvs/testdata "$root/work/plugins/ipvs/"
 cp /etc/protocols "$root/etc/"
-CGO_ENABLED=0 go test -c -o "$root/ipvs.test" ./plugins/ipvs
+CGO_ENABLED=0 go test -tags ipvsvm -c -o "$root/ipvs.test" ./plugins/ipvs
 # Tools and the libraries they load.
 for tool in /usr/sbin/ip /usr/sbin/ipvsadm /usr/sbin/ipset; do
 	mkdir -p "$root/usr/sbin"
