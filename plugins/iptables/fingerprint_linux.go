@@ -91,7 +91,8 @@ func hashTable(h hash.Hash, fam *xtFamily, name string, blob []byte, info tableI
 
 // readLegacyDigest reads the family's tables as ReadLegacy does, and the
 // digest digestLegacy would give of the entries it read (noLegacy, with
-// ErrNoLegacy, where the kernel has none).
+// ErrNoLegacy, where the kernel has none). When the read fails, the digest
+// is one of its own, with the error.
 func readLegacyDigest(family string) (string, []byte, error) {
 	fam, ok := xtFamilies[family]
 	if !ok {
@@ -108,7 +109,15 @@ func readLegacyDigest(family string) (string, []byte, error) {
 		return "", noLegacy, err
 	}
 	if err != nil {
-		return "", nil, err
+		// The tool reads the family instead (a rule of an extension the
+		// reader does not print, say): a digest of its own, taken before
+		// the tool reads, vouches for what it reads as KernelFingerprint's
+		// would.
+		sum, derr := digestLegacy(fam)
+		if derr != nil {
+			return "", nil, err
+		}
+		return "", sum, err
 	}
 	return text, h.Sum(nil), nil
 }

@@ -5,6 +5,7 @@ package iptables
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -118,5 +119,30 @@ func TestReadFingerprint(t *testing.T) {
 	}
 	if bytes.Equal(read, after) {
 		t.Error("an IPv6 rule replaced by one of the same length left the digest of the read as it was")
+	}
+	// A rule the reader does not print (a length match): the tool reads the
+	// family instead, and the reads still have their digest.
+	netnstest.Run(t, ns, "", "iptables-legacy", "-A", "INPUT", "-m", "length", "--length", "100", "-j", "DROP")
+	var untranslated error
+	if err := netns.Run(filepath.Join("/run/netns", ns), func() error {
+		for _, c := range []string{CollectorSave, CollectorSave6} {
+			if _, err := r.ReadKernel(c, "legacy"); err != nil {
+				untranslated = err
+			}
+		}
+		var err error
+		if read, err = r.ReadFingerprint(); err != nil {
+			return err
+		}
+		after, err = Loader{}.KernelFingerprint(context.Background())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(untranslated, ErrNotTranslated) {
+		t.Fatalf("a length match read: %v, want ErrNotTranslated", untranslated)
+	}
+	if !bytes.Equal(read, after) {
+		t.Errorf("with a rule the reader does not print, the reads' digest\n%q\nKernelFingerprint after them\n%q", read, after)
 	}
 }
