@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/svctrace/svctrace/dataplane"
@@ -48,12 +49,12 @@ func sameMode(r dataplane.KernelReader, mode string) bool {
 // take; the readers' parts of an earlier read are dropped.
 func (rr *RuleReader) fingerprintBefore(ctx context.Context) ([][]byte, error) {
 	if len(rr.prints) == 0 {
-		return nil, fmt.Errorf("no fingerprint")
+		return nil, errors.New("a plane has no fingerprint")
 	}
 	parts := make([][]byte, len(rr.prints))
 	for i, p := range rr.prints {
 		if p.reader != nil {
-			p.reader.ReadFingerprint() //nolint:errcheck // only clears
+			_, _ = p.reader.ReadFingerprint() // clears what an earlier read left
 			continue
 		}
 		d, err := p.plane.KernelFingerprint(ctx)

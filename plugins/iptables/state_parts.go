@@ -9,12 +9,13 @@ import (
 )
 
 // For a node agent's next observation (dataplane.ObserveMemo), a lazy read
-// divides into kube-proxy's per-Service chains (perServiceChain), which a
+// divides into kube-proxy's per-Service chains with rule lines, which a
 // walk scope parses for the Services whose walks enter them and reports
-// (AppendReads), and everything else, which any walk may read. Each
-// per-Service chain is a part of its own: its declaration and its rule
-// lines. The rest is digested whole: every other line of the dumps but
-// comments (a read's dates), and the chains' counters, which traffic moves.
+// (AppendReads, Ruleset.scoped), and everything else, which any walk may
+// read. Each such chain is a part of its own: its declaration and its rule
+// lines. The rest is digested whole: every other line of the dumps, but
+// their comments (a read's dates) and the chains' counters, which traffic
+// moves.
 
 var _ dataplane.PartedState = (*Plane)(nil)
 
@@ -130,7 +131,9 @@ func digestDump(text string, shared *xxhash.Digest, parts map[uint64]uint64, sco
 	}
 	for table, chains := range tables {
 		for chain, h := range chains {
-			parts[partID(table, chain)] = h.Sum64()
+			// A chain in two dumps of one state (merged) is both.
+			id := partID(table, chain)
+			parts[id] = parts[id]*1099511628211 + h.Sum64()
 		}
 	}
 }
