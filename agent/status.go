@@ -68,8 +68,8 @@ type Check struct {
 	// confirmed the findings of the node's read that started then, as
 	// nothing had changed since (see canConfirm).
 	ReadAt time.Time
-	// Fingerprint is the digest of the kernel's state taken just before
-	// the read (nil: none could be taken).
+	// Fingerprint is the digest of the kernel's state the read found
+	// (inspect.Rules.Fingerprint; nil: none could be taken).
 	Fingerprint []byte
 	// Err is why the check failed (nil: it succeeded).
 	Err error
