@@ -9,17 +9,18 @@ import (
 // A periodic check of a node where nothing has changed reads the kernel and
 // walks every Service again only to find what the last check found: on a
 // 10,000-Service node that is seconds of CPU each period, the most of what
-// an idle agent costs. Each full check takes, just before its read, a
-// digest of the kernel state the planes read (inspect.KernelFingerprint:
-// the nf_tables generation, the legacy tables' entries without their
-// counters, an IPVS table's servers, the ipsets and kube-ipvs0's addresses
-// without their counters). At a period when nothing was found,
-// no object changed and the kernel told of no change, the digest is taken
-// again: when it is the same and kube-proxy made no sync and answers, as
-// does the API server, the period confirms the last check (publishes its
-// findings again as of now) instead of reading the node. A node is still
-// read in full at least every FullInterval. A node whose state has no
-// digest (a plane's digest fails) is read in full every period.
+// an idle agent costs. Each full check takes, with its read, a digest of
+// the kernel state the planes read (inspect.KernelFingerprint, which the
+// read gives as inspect.Rules.Fingerprint: the nf_tables generation, the
+// legacy tables' entries without their counters, an IPVS table's servers,
+// the ipsets and kube-ipvs0's addresses without their counters). At a
+// period when nothing was found, no object changed and the kernel told of
+// no change, the digest is taken again: when it is the same and kube-proxy
+// made no sync and answers, as does the API server, the period confirms
+// the last check (publishes its findings again as of now) instead of
+// reading the node. A node is still read in full at least every
+// FullInterval. A node whose state has no digest (a plane's digest fails)
+// is read in full every period.
 
 // quiet is what the agent's loop knows, at a period, of the changes since
 // its last check.

@@ -86,7 +86,7 @@ func TestCanConfirm(t *testing.T) {
 }
 
 // TestConfirmNeedsTheSameDigest: a period whose digest of the kernel state
-// differs from the one taken before the last read, or cannot be taken,
+// differs from the one of the last read, or cannot be taken,
 // publishes nothing (the node is read in full), whatever else is quiet.
 func TestConfirmNeedsTheSameDigest(t *testing.T) {
 	a, err := New(fake.NewClientset(), DefaultOptions("node1"))

@@ -26,8 +26,8 @@ type Report struct {
 	// first successful check.
 	CheckedAt time.Time `json:"checkedAt,omitzero"`
 	// RulesReadAt, when set, says the check read nothing of the kernel:
-	// its digest was the one taken before the read that started then,
-	// whose findings stand.
+	// its digest was the one of the read that started then, whose
+	// findings stand.
 	RulesReadAt time.Time `json:"rulesReadAt,omitzero"`
 	// Error is why the last check failed, when it did (the findings are
 	// then the last good check's, as old as CheckedAt).
