@@ -53,8 +53,8 @@ var fpSets = []struct {
 	{&IPSet{Name: "KUBE-LOAD-BALANCER-SOURCE-CIDR", Type: "hash:ip,port,net", Family: "inet"}, []string{"198.51.100.5,tcp:80,203.0.113.0/24"}},
 }
 
-// makeSets makes fpSets in ns with the repair's writes.
-func makeSets(t testing.TB, ns string) {
+// withNetfilter runs fn on a netfilter netlink connection in ns.
+func withNetfilter(t testing.TB, ns string, fn func(c *ipvsnetlink.Conn) error) {
 	t.Helper()
 	inNetns(t, ns, func() error {
 		c, err := ipvsnetlink.Open(ipvsnetlink.Kernel{}, ipvsnetlink.ProtoNetfilter)
@@ -62,6 +62,14 @@ func makeSets(t testing.TB, ns string) {
 			return err
 		}
 		defer c.Close()
+		return fn(c)
+	})
+}
+
+// makeSets makes fpSets in ns with the repair's writes.
+func makeSets(t testing.TB, ns string) {
+	t.Helper()
+	withNetfilter(t, ns, func(c *ipvsnetlink.Conn) error {
 		for _, s := range fpSets {
 			if err := createSet(c, s.set); err != nil {
 				return err
@@ -79,14 +87,7 @@ func makeSets(t testing.TB, ns string) {
 // changeMember adds or removes a member of KUBE-CLUSTER-IP in ns.
 func changeMember(t testing.TB, ns, member string, add bool) {
 	t.Helper()
-	inNetns(t, ns, func() error {
-		c, err := ipvsnetlink.Open(ipvsnetlink.Kernel{}, ipvsnetlink.ProtoNetfilter)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return setMember(c, fpSets[0].set, member, add)
-	})
+	withNetfilter(t, ns, func(c *ipvsnetlink.Conn) error { return setMember(c, fpSets[0].set, member, add) })
 }
 
 // TestKernelFingerprintTable: in a namespace of a kernel with IPVS (the VM
