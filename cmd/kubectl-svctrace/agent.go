@@ -89,7 +89,7 @@ is also served on a Unix socket in its Pod (--socket) for "agent report".`,
 	f.DurationVar(&o.opts.Interval, "interval", o.opts.Interval, "Check the node this often")
 	f.DurationVar(&o.opts.Debounce, "debounce", o.opts.Debounce, "After an API change, check once the objects have been quiet this long")
 	f.DurationVar(&o.opts.KernelDebounce, "kernel-debounce", o.opts.KernelDebounce, "After the kernel's rules change, check once they have been quiet this long")
-	f.BoolVar(&o.opts.WatchKernel, "watch-kernel", o.opts.WatchKernel, "Check the node soon after its kernel's rules change (nf_tables notifications; the legacy tables' sizes, asked each second), not only after API changes and each --interval")
+	f.BoolVar(&o.opts.WatchKernel, "watch-kernel", o.opts.WatchKernel, "Check the node soon after its kernel's rules change (nf_tables notifications; the legacy tables' sizes, asked four times a second), not only after API changes and each --interval")
 	f.DurationVar(&o.opts.FullInterval, "full-interval", o.opts.FullInterval, "Read the node in full at least this often: a period when nothing was found and nothing changed (the kernel's digest, the objects, kube-proxy's syncs) confirms the last check. --interval or less: read it in full every period")
 	f.DurationVar(&o.opts.MinGap, "min-gap", o.opts.MinGap, "Least time between the starts of two checks (never less than twice the last check's time)")
 	f.DurationVar(&o.opts.CheckTimeout, "check-timeout", o.opts.CheckTimeout, "Cancel a check that has not ended after this long (a failed check); /livez fails once no check has ended for 3 intervals and this")
