@@ -607,26 +607,8 @@ func startIPVSVMWith(ctx context.Context, t *testing.T, version string, extra ma
 	l.Apply(t, ipvsServices)
 	// svctrace goes in the VM too, built without cgo (the VM has no libc
 	// of its own but the tools').
-	static := filepath.Join(t.TempDir(), "svctrace-static")
-	build := exec.CommandContext(ctx, "go", "build", "-o", static, "github.com/svctrace/svctrace/cmd/kubectl-svctrace")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	svctraceBin, err := os.ReadFile(static)
-	if err != nil {
-		t.Fatal(err)
-	}
-	labnet := filepath.Join(t.TempDir(), "labnet")
-	build = exec.CommandContext(ctx, "go", "build", "-o", labnet, "github.com/svctrace/svctrace/test/lab/cmd/labnet")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	labnetBin, err := os.ReadFile(labnet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svctraceBin := vmBinary(ctx, t, "build", "github.com/svctrace/svctrace/cmd/kubectl-svctrace")
+	labnetBin := vmBinary(ctx, t, "build", "github.com/svctrace/svctrace/test/lab/cmd/labnet")
 	files := map[string][]byte{"usr/local/bin/kubectl-svctrace": svctraceBin, "usr/local/bin/labnet": labnetBin}
 	maps.Copy(files, extra)
 	vm, err := l.StartVM(t, "vm1", lab.VMOptions{Files: files})
@@ -636,16 +618,23 @@ func startIPVSVMWith(ctx context.Context, t *testing.T, version string, extra ma
 	return l, vm
 }
 
-// ipvsPlaneTests is the ipvs plane's test binary, built without cgo for
-// the VM, whose tests and benchmarks (build tag ipvsvm) need a kernel with
-// IPVS.
+// ipvsPlaneTests is the ipvs plane's test binary for the VM, whose tests
+// and benchmarks (build tag ipvsvm) need a kernel with IPVS.
 func ipvsPlaneTests(ctx context.Context, t *testing.T) []byte {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "ipvs.test")
-	build := exec.CommandContext(ctx, "go", "test", "-tags", "ipvsvm", "-c", "-o", out, "github.com/svctrace/svctrace/plugins/ipvs")
+	return vmBinary(ctx, t, "test", "-tags", "ipvsvm", "-c", "github.com/svctrace/svctrace/plugins/ipvs")
+}
+
+// vmBinary is what "go <args> -o FILE" builds (args end with the package),
+// without cgo: the VM has no libc of its own but the tools'.
+func vmBinary(ctx context.Context, t *testing.T, args ...string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "vm.bin")
+	args = slices.Insert(args, len(args)-1, "-o", out)
+	build := exec.CommandContext(ctx, "go", args...)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go test -c: %v\n%s", err, msg)
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, msg)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
