@@ -164,9 +164,7 @@ spec:
 		if err := c.startProxy("node1"); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.WaitSynced("node1"); err != nil {
-			t.Fatal(err)
-		}
+		c.relabelZones(t, "node1") // kube-proxy's zone race: see TestAgentNFTables
 		a.waitMetrics(t, 30*time.Second, "repaired by kube-proxy", func(m string) bool {
 			return sumOf(m, "svctrace_drift_findings") == 0 && sumOf(m, "svctrace_pending_findings") == 0 &&
 				strings.Contains(m, `svctrace_collector_success{collector="kube-proxy"} 1`)
@@ -205,6 +203,7 @@ spec:
 		if err := c.startProxy("node1"); err != nil {
 			t.Fatal(err)
 		}
+		c.relabelZones(t, "node1") // kube-proxy's zone race: see TestAgentNFTables
 		a.waitMetrics(t, 30*time.Second, "syncing again", func(m string) bool {
 			return sumOf(m, "svctrace_kube_proxy_sync_stalled") == 0 && sumOf(m, "svctrace_drift_findings") == 0 &&
 				sumOf(m, "svctrace_pending_findings") == 0
