@@ -141,3 +141,78 @@ func editDumps(s *snapshot.Snapshot, edit func(string) string) {
 		s.Nodes[0].Dumps[i].Text = edit(s.Nodes[0].Dumps[i].Text)
 	}
 }
+
+// TestMemoNFTables: TestMemo's checks in nftables mode, where each of
+// kube-proxy's per-Service chains is a part of the state: one Service's
+// chain changed walks that Service again, a map every walk reads walks
+// them all, and the reports are those of checks without the memo.
+func TestMemoNFTables(t *testing.T) {
+	const services = 200
+	base := snapshottest.NodeNFTables(services, 3)
+	// svc-7's rule that picks its endpoints, and the service-ips map's
+	// elements, with its first element's chain.
+	var pick, serviceIPs, first string
+	for _, d := range base.Nodes[0].Dumps {
+		for obj := range strings.SplitSeq(d.Text, `, {"rule": `) {
+			if strings.Contains(obj, `-ns-7/svc-7/tcp/http", "handle"`) && strings.Contains(obj, `"mod": 3`) {
+				pick = obj
+			}
+		}
+		if i := strings.Index(d.Text, `"name": "service-ips"`); i >= 0 {
+			rest := d.Text[i:]
+			if j := strings.Index(rest, `"elem": [`); j >= 0 {
+				serviceIPs = rest[:j+len(`"elem": [`)]
+				_, first, _ = strings.Cut(rest[j:], `"target": "`)
+				first, _, _ = strings.Cut(first, `"`)
+			}
+		}
+	}
+	if pick == "" || serviceIPs == "" || first == "" {
+		t.Fatal("no rule picking svc-7's endpoints, or no service-ips map, in the dump")
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(s *snapshot.Snapshot)
+		walked int
+		drift  bool
+	}{
+		{name: "nothing changed", change: func(*snapshot.Snapshot) {}, walked: 0},
+		{name: "the rule picking one Service's endpoints changed", change: func(s *snapshot.Snapshot) {
+			editDumps(s, func(text string) string {
+				return strings.Replace(text, pick, strings.Replace(pick, `"mod": 3`, `"mod": 4`, 1), 1)
+			})
+		}, walked: 1, drift: true},
+		{name: "an element added to the service-ips map", change: func(s *snapshot.Snapshot) {
+			editDumps(s, func(text string) string {
+				return strings.Replace(text, serviceIPs, serviceIPs+`[{"concat": ["10.96.255.254", "tcp", 81]}, {"goto": {"target": "`+first+`"}}], `, 1)
+			})
+		}, walked: -1, drift: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			memo := analysis.NewMemo()
+			check(t, snapshottest.NodeNFTables(services, 3), memo)
+			if reused, walked := memo.Counts("node1", "IPv4"); reused != 0 || walked < services {
+				t.Fatalf("first check: %d groups reused, %d walked", reused, walked)
+			}
+			next := snapshottest.NodeNFTables(services, 3)
+			tc.change(next)
+			got := check(t, next, memo)
+			fresh := snapshottest.NodeNFTables(services, 3)
+			tc.change(fresh)
+			want := check(t, fresh, nil)
+			if got != want {
+				t.Errorf("with the memo:\n%s\nwithout:\n%s", got, want)
+			}
+			if hasDrift := strings.Contains(want, `"findings":[{`); hasDrift != tc.drift {
+				t.Errorf("drift found: %v, want %v:\n%s", hasDrift, tc.drift, want)
+			}
+			reused, walked := memo.Counts("node1", "IPv4")
+			switch {
+			case tc.walked >= 0 && walked != tc.walked:
+				t.Errorf("%d groups walked again (%d reused), want %d", walked, reused, tc.walked)
+			case tc.walked < 0 && reused != 0:
+				t.Errorf("%d groups reused (%d walked), want none", reused, walked)
+			}
+		})
+	}
+}

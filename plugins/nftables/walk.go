@@ -129,7 +129,10 @@ func (s *state) finish() dataplane.Branch {
 
 // walk is one Walk call.
 type walk struct {
-	w            *walker
+	w *walker
+	// scope, when set, keeps the per-Service chains the walk enters (see
+	// walkScope).
+	scope        *walkScope
 	forks, steps int
 	out          []dataplane.Branch
 	// scratch holds the parts of the last concatenation evalKey made.
@@ -144,7 +147,12 @@ func (w *walker) Walk(pkt dataplane.Packet) []dataplane.Branch {
 
 // WalkWith is Walk narrowed by o.
 func (w *walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []dataplane.Branch {
-	k := &walk{w: w}
+	return w.walkWith(pkt, o, nil)
+}
+
+// walkWith is WalkWith in a scope (nil: none).
+func (w *walker) walkWith(pkt dataplane.Packet, o dataplane.WalkOptions, sc *walkScope) []dataplane.Branch {
+	k := &walk{w: w, scope: sc}
 	s := &state{pkt: pkt, orig: pkt, prob: 1, opts: o}
 	if pkt.Dst.Is4() != (w.p.fam == "ip") || pkt.Src.Is4() != (w.p.fam == "ip") {
 		s.note("packet %s is not of family %s: no %s table sees it", pkt, w.p.family, w.p.fam)
@@ -269,6 +277,9 @@ func (k *walk) chain(s *state, t *Table, c *Chain, depth int, via *hit) []result
 		s.note("chains nested deeper than 64 at %s %s: walk stopped there", t.ID(), c.Name)
 		return s.ended(flowAccept)
 	}
+	if k.scope != nil {
+		k.scope.enter(t, c)
+	}
 	return k.rules(s, t, c, c.rules(), depth, via)
 }
 
@@ -312,6 +323,9 @@ func (k *walk) after(o ruleOut, t *Table, c *Chain, rest []*Rule, depth int, via
 		// Only hand-edited input can name a chain that does not exist
 		// (the kernel refuses such a rule).
 		o.st.verdict, o.st.missing = dataplane.Missing, o.target
+		if k.scope != nil {
+			k.scope.lack(t, o.target)
+		}
 		return o.st.ended(flowVerdict)
 	}
 	var res []result
