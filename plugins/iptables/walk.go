@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/spares"
 )
 
 // Aliases of the data-plane neutral types, for readability here.
@@ -236,12 +236,12 @@ type Walker struct {
 	// hooks are the built-in chains each hook runs, found once: a node's
 	// walks enter them hundreds of thousands of times.
 	hooks map[dataplane.Hook]*hookChains
-	// branches are buffers for the branches of a walk (*[]Branch).
-	branches sync.Pool
-	// walks are what one walk's branches share (*walkState), reused.
-	walks sync.Pool
-	// scopes are walk scopes ended, for the next (*walkScope).
-	scopes sync.Pool
+	// branches are buffers for the branches of a walk.
+	branches spares.List[[]dataplane.Branch]
+	// walks are what one walk's branches share, reused.
+	walks spares.List[walkState]
+	// scopes are walk scopes ended, for the next.
+	scopes spares.List[walkScope]
 	// noMemo has the walker evaluate pure chains each time rather than
 	// take their outcomes from their memo (see memoized): tests compare.
 	noMemo bool
@@ -270,8 +270,6 @@ func NewWalker(rs *Ruleset, env *Env) *Walker {
 		env = &Env{}
 	}
 	w := &Walker{rs: rs, env: env, hooks: map[dataplane.Hook]*hookChains{}}
-	w.branches.New = func() any { return new([]dataplane.Branch) }
-	w.walks.New = func() any { return new(walkState) }
 	for _, h := range []dataplane.Hook{dataplane.HookPrerouting, dataplane.HookInput, dataplane.HookForward, dataplane.HookOutput, dataplane.HookPostrouting} {
 		hc := &hookChains{name: strings.ToUpper(string(h)), tables: hookTables(h)}
 		for _, t := range hc.tables {
@@ -314,7 +312,7 @@ func (w *Walker) walkWith(p Packet, o dataplane.WalkOptions, sc *walkScope) []da
 	// The branches gather in a buffer the walker's walks share, and the
 	// walk keeps a copy of its own size: a slice grown by appending
 	// would be made and dropped several times over.
-	buf := w.branches.Get().(*[]dataplane.Branch)
+	buf := w.branches.Get()
 	out := w.appendWalk((*buf)[:0], p, o, sc)
 	res := slices.Clone(out)
 	clear(out)
@@ -331,7 +329,7 @@ func (w *Walker) AppendWalk(out []dataplane.Branch, p Packet, o dataplane.WalkOp
 // appendWalk walks p, in the scope sc when it is set, and appends its
 // branches to out.
 func (w *Walker) appendWalk(out []dataplane.Branch, p Packet, o dataplane.WalkOptions, sc *walkScope) []dataplane.Branch {
-	ws := w.walks.Get().(*walkState)
+	ws := w.walks.Get()
 	ws.scope, ws.opts, ws.orig = sc, o, p
 	start := ws.states.take()
 	*start = state{pkt: p, prob: 1, opts: &ws.opts, walk: ws}

@@ -10,9 +10,9 @@ var _ dataplane.ScopedWalker = (*Walker)(nil)
 // A full read of a node keeps the rules of its shared chains only: the
 // rules of ten thousand Services would be most of an analysis's memory.
 func (w *Walker) Scope() (dataplane.Walker, func()) {
-	sc, ok := w.scopes.Get().(*walkScope)
-	if !ok {
-		sc = &walkScope{w: w, rp: &reparser{}, parsed: map[*Chain][]*Rule{}}
+	sc := w.scopes.Get()
+	if sc.w == nil {
+		*sc = walkScope{w: w, rp: &reparser{}, parsed: map[*Chain][]*Rule{}}
 	}
 	return scopedWalker{w: w, sc: sc}, sc.end
 }

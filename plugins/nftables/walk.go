@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/spares"
 )
 
 // setRef names a set of a table.
@@ -29,8 +30,8 @@ type walker struct {
 	// modulus and offset, made once: every Service's chain has one, and
 	// nothing changes them.
 	uniforms sync.Map // [2]int -> []alt
-	// bufs are the buffers of walks (*walkBufs), reused by the next.
-	bufs sync.Pool
+	// bufs are the buffers of walks, reused by the next.
+	bufs spares.List[walkBufs]
 }
 
 // walkBufs are a walk's buffers: its branches (the walk keeps a copy of
@@ -161,9 +162,9 @@ func (w *walker) walkWith(pkt dataplane.Packet, o dataplane.WalkOptions, sc *wal
 	if pkt.Entry != dataplane.Output && pkt.Entry != dataplane.Prerouting {
 		s.note("entry %q unknown: walked as an arriving packet (prerouting)", pkt.Entry)
 	}
-	buf, _ := w.bufs.Get().(*walkBufs)
-	if buf == nil {
-		buf = &walkBufs{scratch: make([]value, 0, 8)}
+	buf := w.bufs.Get()
+	if buf.scratch == nil {
+		buf.scratch = make([]value, 0, 8)
 	}
 	k.out, k.scratch = buf.branches[:0], buf.scratch[:0]
 	k.hooks(s, dataplane.EntryHooks(pkt.Entry))
