@@ -19,6 +19,11 @@ type Extensions struct {
 	// is delivered to a local socket: the ways it goes on (IPVS's real
 	// servers), or nil when the packet is delivered locally as it is.
 	LocalIn func(pkt Packet, o dataplane.WalkOptions) []Onward
+	// LocalInPart, when set, names the part of the other plane's state
+	// (its dataplane.StateParts) that LocalIn reads for the packet: a walk
+	// scope tells it among its reads (dataplane.ScopeReads), whether or
+	// not LocalIn found anything there.
+	LocalInPart func(pkt Packet) uint64
 	// Gate judges the packet after the iptables tables of the hooks it
 	// knows, by rules no iptables dump shows (another component's
 	// nftables table); nil: none.
@@ -76,6 +81,9 @@ func NewWalkerWith(rs *Ruleset, env *Env, ext Extensions) *Walker {
 func (w *Walker) localIn(s *state, rest []dataplane.Hook, out *[]dataplane.Branch) bool {
 	if w.ext.LocalIn == nil || s.onward {
 		return false
+	}
+	if sc := s.walk.scope; sc != nil && w.ext.LocalInPart != nil {
+		sc.read(w.ext.LocalInPart(s.pkt))
 	}
 	ways := w.ext.LocalIn(s.pkt, *s.opts)
 	if ways == nil {

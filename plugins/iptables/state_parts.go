@@ -74,6 +74,14 @@ func (p *Plane) Clean() bool {
 	return p.Rules != nil && p.Rules.cleanLate()
 }
 
+// DigestText writes a dump's lines to h as a node agent's next check
+// compares them (see StateParts): without comments, which hold a read's
+// date, nor counters, which traffic moves. Another plane whose walks read
+// this plane's rules (ipvs mode's) digests them so.
+func DigestText(h *xxhash.Digest, text string) {
+	digestDump(text, h, nil, func(string, string) bool { return false })
+}
+
 // digestDump digests a dump's lines: the declaration and rules of a chain
 // the walks parse in their scope (scoped) into its part, every other line
 // but comments into shared. The lines of a chain come together in a dump
@@ -157,12 +165,13 @@ func partID(table, chain string) uint64 {
 var _ dataplane.ScopeReads = scopedWalker{}
 
 // AppendReads implements dataplane.ScopeReads: the per-Service chains the
-// scope's walks parsed.
+// scope's walks parsed, and the parts of another plane's state they read
+// (Extensions.LocalInPart).
 func (s scopedWalker) AppendReads(ids []uint64) []uint64 {
 	for c := range s.sc.parsed {
 		ids = append(ids, partID(c.lazy.table.Name, c.Name))
 	}
-	return ids
+	return append(ids, s.sc.others...)
 }
 
 // scoped says whether the walks parse the chain in their scope, and a

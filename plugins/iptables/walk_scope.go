@@ -1,6 +1,10 @@
 package iptables
 
-import "github.com/svctrace/svctrace/dataplane"
+import (
+	"slices"
+
+	"github.com/svctrace/svctrace/dataplane"
+)
 
 var _ dataplane.ScopedWalker = (*Walker)(nil)
 
@@ -24,6 +28,16 @@ type walkScope struct {
 	// rp parses, into the same memory scope after scope (see end).
 	rp     *reparser
 	parsed map[*Chain][]*Rule
+	// others are the parts of another plane's state the walks read
+	// (Extensions.LocalInPart), each once.
+	others []uint64
+}
+
+// read keeps a part of another plane's state the walks read.
+func (sc *walkScope) read(id uint64) {
+	if !slices.Contains(sc.others, id) {
+		sc.others = append(sc.others, id)
+	}
 }
 
 // rules are the chain's rules, parsed on first use in the scope.
@@ -47,6 +61,7 @@ func (sc *walkScope) end() {
 		sc.rp.p.rewind()
 	}
 	clear(sc.parsed)
+	sc.others = sc.others[:0]
 	sc.w.scopes.Put(sc)
 }
 

@@ -60,6 +60,7 @@ func (Loader) Load(ns *snapshot.NodeState, family string) (dataplane.Plane, erro
 	if err := p.loadRest(ns); err != nil {
 		return nil, err
 	}
+	p.digestShared(ns)
 	return p, nil
 }
 

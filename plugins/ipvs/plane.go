@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/svctrace/svctrace/behavior"
 	"github.com/svctrace/svctrace/dataplane"
@@ -40,6 +41,13 @@ type Plane struct {
 	noTable    bool
 	shown      []shownFrontend
 	shownNotes []string
+	// shared digests what every walk may read beside the virtual servers,
+	// when sharedKnown (see StateParts).
+	shared      uint64
+	sharedKnown bool
+	// index finds the table's virtual servers (see virtual), once made.
+	index     map[virtualKey]*Virtual
+	indexOnce sync.Once
 }
 
 var (
@@ -97,7 +105,7 @@ func (p *Plane) Walker(env *dataplane.Env) dataplane.Walker {
 	for _, v := range p.vips {
 		local.LocalAddrs = append(local.LocalAddrs, v.Addr())
 	}
-	ext := iptables.Extensions{Sets: p.sets, LocalIn: p.lookup}
+	ext := iptables.Extensions{Sets: p.sets, LocalIn: p.lookup, LocalInPart: lookupPart}
 	if p.gates != nil {
 		ext.Gate = p.gates.Gate(local)
 	}

@@ -67,7 +67,7 @@ func (w *Walker) WalkWith(pkt dataplane.Packet, o dataplane.WalkOptions) []datap
 // to take it, a reject (IPVS answers port unreachable). Ways to another
 // real server than the one o asks about are left out.
 func (p *Plane) lookup(pkt dataplane.Packet, o dataplane.WalkOptions) []iptables.Onward {
-	v := p.table.Find(strings.ToUpper(pkt.Protocol), netip.AddrPortFrom(pkt.Dst, pkt.DstPort))
+	v := p.virtual(strings.ToUpper(pkt.Protocol), netip.AddrPortFrom(pkt.Dst, pkt.DstPort))
 	if v == nil {
 		return nil
 	}
@@ -128,6 +128,30 @@ func (p *Plane) lookup(pkt dataplane.Packet, o dataplane.WalkOptions) []iptables
 		out = append(out, way)
 	}
 	return out
+}
+
+// virtualKey finds a virtual server: its protocol, in capitals, and
+// address.
+type virtualKey struct {
+	protocol string
+	addr     netip.AddrPort
+}
+
+// virtual is the table's virtual server of a protocol (in capitals) and
+// address, as Table.Find finds it, from an index made on the first
+// lookup: a node of ten thousand Services has tens of thousands of virtual
+// servers, and a check looks one up for each of its walks.
+func (p *Plane) virtual(protocol string, addr netip.AddrPort) *Virtual {
+	p.indexOnce.Do(func() {
+		p.index = make(map[virtualKey]*Virtual, len(p.table.Virtuals))
+		for _, v := range p.table.Virtuals {
+			k := virtualKey{strings.ToUpper(v.Protocol), v.Addr}
+			if _, ok := p.index[k]; !ok && v.Protocol != "" {
+				p.index[k] = v // the first, as Find's
+			}
+		}
+	})
+	return p.index[virtualKey{protocol, addr}]
 }
 
 // schedulerNote says how far the shares hold for the virtual server's
