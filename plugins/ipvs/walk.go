@@ -71,7 +71,12 @@ func (p *Plane) lookup(pkt dataplane.Packet, o dataplane.WalkOptions) []iptables
 	if v == nil {
 		return nil
 	}
-	vhop := dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: v.Line, Rule: v.String()}
+	// The hops are written out only for a walk that keeps them (not a
+	// drift's): they print the virtual server and its real servers.
+	var vhop dataplane.Hop
+	if !o.NoHops {
+		vhop = dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: v.Line, Rule: v.String()}
+	}
 	var live []Real
 	total := 0
 	for _, r := range v.Reals {
@@ -108,8 +113,10 @@ func (p *Plane) lookup(pkt dataplane.Packet, o dataplane.WalkOptions) []iptables
 		if byWeight[v.Scheduler] || byHash[v.Scheduler] || byLoad[v.Scheduler] {
 			share = float64(r.Weight) / float64(total)
 		}
-		way := iptables.Onward{Probability: share, To: r.Addr,
-			Hops: hops(o, vhop, dataplane.Hop{Table: "ipvs", Chain: v.Key(), Line: r.Line, Rule: r.String(), Probability: share})}
+		way := iptables.Onward{Probability: share, To: r.Addr}
+		if !o.NoHops {
+			way.Hops = []dataplane.Hop{vhop, {Table: "ipvs", Chain: v.Key(), Line: r.Line, Rule: r.String(), Probability: share}}
+		}
 		if r.Redacted {
 			// Only the walk of the table alone meets it (Unchecked).
 			way.Verdict, way.Reason = dataplane.Missing, fmt.Sprintf("line %d's real server, address redacted,", r.Line)

@@ -40,15 +40,20 @@ func BenchmarkLookup10k(b *testing.B) {
 	}
 	p := &Plane{table: tb, family: "IPv4"}
 	w := p.Walker(&dataplane.Env{})
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, d := range dsts {
-			pkt := dataplane.Packet{Src: netip.MustParseAddr("10.244.1.20"), Dst: d.Addr(), DstPort: d.Port(), SrcPort: 40000,
-				Protocol: "tcp", Entry: dataplane.Prerouting}
-			if br := w.Walk(pkt); len(br) != 10 {
-				b.Fatalf("%s: %d branches, want 10", d, len(br))
+	// A drift's walks keep no hops; explain's do.
+	for _, o := range []dataplane.WalkOptions{{NoHops: true}, {}} {
+		b.Run(fmt.Sprintf("hops=%v", !o.NoHops), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, d := range dsts {
+					pkt := dataplane.Packet{Src: netip.MustParseAddr("10.244.1.20"), Dst: d.Addr(), DstPort: d.Port(), SrcPort: 40000,
+						Protocol: "tcp", Entry: dataplane.Prerouting}
+					if br := w.WalkWith(pkt, o); len(br) != 10 {
+						b.Fatalf("%s: %d branches, want 10", d, len(br))
+					}
+				}
 			}
-		}
+			b.ReportMetric(float64(len(dsts)), "walks/op")
+		})
 	}
-	b.ReportMetric(float64(len(dsts)), "walks/op")
 }
