@@ -1,9 +1,9 @@
 package spares
 
 import (
-	"runtime"
 	"testing"
-	"time"
+
+	"github.com/svctrace/svctrace/internal/gctest"
 )
 
 func TestGetPut(t *testing.T) {
@@ -30,18 +30,11 @@ func TestOwnerLetsGo(t *testing.T) {
 		big   []byte
 		spare List[[]byte]
 	}
-	freed := make(chan struct{})
-	func() {
+	gctest.FreedByOneCollection(t, "the owner", func() *owner {
 		o := &owner{big: make([]byte, 1<<20)}
 		b := o.spare.Get()
 		*b = o.big[:0]
 		o.spare.Put(b)
-		runtime.AddCleanup(o, func(ch chan struct{}) { close(ch) }, freed)
-	}()
-	runtime.GC()
-	select {
-	case <-freed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a collection after its owner was dropped left it in memory")
-	}
+		return o
+	})
 }

@@ -2,11 +2,10 @@ package iptables
 
 import (
 	"net/netip"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/gctest"
 	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
 
@@ -17,8 +16,7 @@ import (
 // through it the walker and the read: in the node agent, a check that
 // followed another soon held both reads at once.
 func TestWalkerLetsGo(t *testing.T) {
-	freed := make(chan struct{})
-	func() {
+	gctest.FreedByOneCollection(t, "the observation's read", func() *Ruleset {
 		rs, err := parseLazy("gen", snapshottest.IPTablesSave(60, 4), ParseOptions{Family: "IPv4"})
 		if err != nil {
 			t.Fatal(err)
@@ -28,12 +26,6 @@ func TestWalkerLetsGo(t *testing.T) {
 		if tab := dataplane.Observe(&Plane{Rules: rs}, in); len(tab.Frontends) == 0 {
 			t.Fatal("nothing observed")
 		}
-		runtime.AddCleanup(rs, func(ch chan struct{}) { close(ch) }, freed)
-	}()
-	runtime.GC()
-	select {
-	case <-freed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a collection after the observation left its read in memory")
-	}
+		return rs
+	})
 }

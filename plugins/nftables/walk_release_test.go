@@ -2,11 +2,10 @@ package nftables
 
 import (
 	"net/netip"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/svctrace/svctrace/dataplane"
+	"github.com/svctrace/svctrace/internal/gctest"
 	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
 
@@ -17,8 +16,7 @@ import (
 // In the node agent, a check that follows another soon would hold both
 // reads at once (the iptables plane's test of the same name).
 func TestWalkerLetsGo(t *testing.T) {
-	freed := make(chan struct{})
-	func() {
+	gctest.FreedByOneCollection(t, "the observation's ruleset", func() *Ruleset {
 		rs, err := Parse("gen", []byte(snapshottest.NFTablesJSON(60, 4)))
 		if err != nil {
 			t.Fatal(err)
@@ -28,12 +26,6 @@ func TestWalkerLetsGo(t *testing.T) {
 		if tab := dataplane.Observe(NewPlane(rs, "IPv4"), in); len(tab.Frontends) == 0 {
 			t.Fatal("nothing observed")
 		}
-		runtime.AddCleanup(rs, func(ch chan struct{}) { close(ch) }, freed)
-	}()
-	runtime.GC()
-	select {
-	case <-freed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a collection after the observation left its ruleset in memory")
-	}
+		return rs
+	})
 }
