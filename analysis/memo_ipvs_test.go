@@ -83,19 +83,7 @@ func TestMemoIPVS(t *testing.T) {
 			}
 			got := check(t, next, memo)
 			want := check(t, load(t, tc.change), nil)
-			if got != want {
-				t.Errorf("with the memo:\n%s\nwithout:\n%s", got, want)
-			}
-			if hasDrift := strings.Contains(want, `"findings":[{`); hasDrift != tc.drift {
-				t.Errorf("drift found: %v, want %v:\n%s", hasDrift, tc.drift, want)
-			}
-			reused, walked := memo.Counts(node, "IPv4")
-			switch {
-			case tc.walked >= 0 && walked != tc.walked:
-				t.Errorf("%d groups walked again (%d reused), want %d", walked, reused, tc.walked)
-			case tc.walked < 0 && reused != 0:
-				t.Errorf("%d groups reused (%d walked), want none", reused, walked)
-			}
+			sameAsWithout(t, memo, node, got, want, tc.walked, tc.drift)
 		})
 	}
 }

@@ -83,20 +83,29 @@ func TestMemo(t *testing.T) {
 			fresh := snapshottest.Node(services, 3)
 			tc.change(fresh)
 			want := check(t, fresh, nil)
-			if got != want {
-				t.Errorf("with the memo:\n%s\nwithout:\n%s", got, want)
-			}
-			if hasDrift := strings.Contains(want, `"findings":[{`); hasDrift != tc.drift {
-				t.Errorf("drift found: %v, want %v:\n%s", hasDrift, tc.drift, want)
-			}
-			reused, walked := memo.Counts("node1", "IPv4")
-			switch {
-			case tc.walked >= 0 && walked != tc.walked:
-				t.Errorf("%d groups walked again (%d reused), want %d", walked, reused, tc.walked)
-			case tc.walked < 0 && reused != 0:
-				t.Errorf("%d groups reused (%d walked), want none", reused, walked)
-			}
+			sameAsWithout(t, memo, "node1", got, want, tc.walked, tc.drift)
 		})
+	}
+}
+
+// sameAsWithout fails t unless got, a report with the memo, is want, the
+// report of the same state without it, want has drift or not as drift
+// says, and the memo's last check walked again walked groups of node (-1:
+// every one).
+func sameAsWithout(t *testing.T, memo *analysis.Memo, node, got, want string, walked int, drift bool) {
+	t.Helper()
+	if got != want {
+		t.Errorf("with the memo:\n%s\nwithout:\n%s", got, want)
+	}
+	if hasDrift := strings.Contains(want, `"findings":[{`); hasDrift != drift {
+		t.Errorf("drift found: %v, want %v:\n%s", hasDrift, drift, want)
+	}
+	reused, again := memo.Counts(node, "IPv4")
+	switch {
+	case walked >= 0 && again != walked:
+		t.Errorf("%d groups walked again (%d reused), want %d", again, reused, walked)
+	case walked < 0 && reused != 0:
+		t.Errorf("%d groups reused (%d walked), want none", reused, again)
 	}
 }
 
@@ -200,19 +209,7 @@ func TestMemoNFTables(t *testing.T) {
 			fresh := snapshottest.NodeNFTables(services, 3)
 			tc.change(fresh)
 			want := check(t, fresh, nil)
-			if got != want {
-				t.Errorf("with the memo:\n%s\nwithout:\n%s", got, want)
-			}
-			if hasDrift := strings.Contains(want, `"findings":[{`); hasDrift != tc.drift {
-				t.Errorf("drift found: %v, want %v:\n%s", hasDrift, tc.drift, want)
-			}
-			reused, walked := memo.Counts("node1", "IPv4")
-			switch {
-			case tc.walked >= 0 && walked != tc.walked:
-				t.Errorf("%d groups walked again (%d reused), want %d", walked, reused, tc.walked)
-			case tc.walked < 0 && reused != 0:
-				t.Errorf("%d groups reused (%d walked), want none", reused, walked)
-			}
+			sameAsWithout(t, memo, "node1", got, want, tc.walked, tc.drift)
 		})
 	}
 }
