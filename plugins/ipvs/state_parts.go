@@ -35,7 +35,7 @@ func (p *Plane) StateParts(env *dataplane.Env) (dataplane.StateParts, bool) {
 	parts := make(map[uint64]uint64, len(p.table.Virtuals))
 	var b []byte
 	for _, v := range p.table.Virtuals {
-		id := virtualPart(v.Key())
+		id := virtualPart(v.Protocol, v.Addr)
 		b = appendVirtual(b[:0], v)
 		// Two virtual servers of one key (two dumps of one state) are both.
 		parts[id] = parts[id]*1099511628211 + xxhash.Sum64(b)
@@ -50,13 +50,16 @@ func (p *Plane) KnownClean(map[uint64]uint64) {}
 // Clean implements dataplane.PartedState: nothing is read late.
 func (p *Plane) Clean() bool { return false }
 
-// virtualPart names the part of the virtual server of key (Virtual.Key).
-func virtualPart(key string) uint64 { return xxhash.Sum64String("ipvs " + key) }
+// virtualPart names the part of the virtual server of a protocol and
+// address (the firewall-mark ones, which no lookup reads, share one).
+func virtualPart(protocol string, addr netip.AddrPort) uint64 {
+	return xxhash.Sum64String("ipvs " + strings.ToUpper(protocol) + " " + addr.String())
+}
 
 // lookupPart is the part a lookup of pkt at local input reads: the
-// virtual server of its protocol and destination, there or not (Find).
+// virtual server of its protocol and destination, there or not.
 func lookupPart(pkt iptables.Packet) uint64 {
-	return virtualPart(strings.ToUpper(pkt.Protocol) + " " + netip.AddrPortFrom(pkt.Dst, pkt.DstPort).String())
+	return virtualPart(pkt.Protocol, netip.AddrPortFrom(pkt.Dst, pkt.DstPort))
 }
 
 // appendVirtual appends what a lookup reads of v.
