@@ -95,9 +95,12 @@ type Agent struct {
 	// The loop's own state, used by one goroutine.
 	// memo keeps each check's observation for the next, which walks
 	// again only the Services whose rules changed (analysis.Memo).
-	memo         *analysis.Memo
-	tracker      settle.Tracker
-	lastTook     time.Duration
+	memo     *analysis.Memo
+	tracker  settle.Tracker
+	lastTook time.Duration
+	// confirmTook is how long the last period's confirmation took; zero
+	// when the last period checked the node.
+	confirmTook  time.Duration
 	firstSeen    map[string]time.Time
 	apiDownSince time.Time
 }
@@ -165,7 +168,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	var last time.Time
 	for {
 		last = time.Now()
-		if s := a.status.Load(); !canConfirm(s.Last, s.Good, a.quiet(), last) || !a.confirm(ctx, s.Good) {
+		a.confirmTook = 0
+		if s := a.status.Load(); canConfirm(s.Last, s.Good, a.quiet(), last) && a.confirm(ctx, s.Good) {
+			a.confirmTook = time.Since(last)
+		} else {
 			a.check(ctx)
 			a.lastTook = time.Since(last)
 		}
@@ -185,12 +191,13 @@ func (a *Agent) quiet() quiet {
 }
 
 // wait returns when the next check is due: Interval after the last one
-// started (Quiet when it left differences pending), or once the objects
-// have been quiet for Debounce after a change (the kernel's rules for
-// KernelDebounce), but never sooner than the gap after the last (MinGap,
-// or twice the last check's time).
+// started (Quiet when it left differences pending, longer after a costly
+// confirmation: see periodAfter), or once the objects have been quiet for
+// Debounce after a change (the kernel's rules for KernelDebounce), but
+// never sooner than the gap after the last (MinGap, or twice the last
+// check's time).
 func (a *Agent) wait(ctx context.Context, last time.Time) error {
-	interval := a.opts.Interval
+	interval := periodAfter(a.opts.Interval, a.confirmTook)
 	if g := a.status.Load().Good; g != nil && len(g.Pending) > 0 {
 		// Differences not yet drift: look again once kube-proxy has had
 		// time to sync, not a whole period later.

@@ -82,3 +82,22 @@ func (a *Agent) confirm(ctx context.Context, good *Check) bool {
 	a.opts.Log.Debug("confirmed", "node", a.opts.Node, "read", n.ReadAt, "took", n.Duration.Round(time.Millisecond))
 	return true
 }
+
+// confirmShare is the share of one core an idle agent spends at most on
+// its confirmations, while Interval allows: a confirmation on the legacy
+// backend copies every entry of its tables out of the kernel for its
+// digest, half a second at 10,000 Services, which every minute would be
+// nearly 1% of a core by itself.
+const confirmShare = 0.005
+
+// periodAfter is the time from a period's start to the next: interval,
+// or, after a confirmation that took took, long enough for confirmations
+// to cost at most confirmShare of a core, up to twice interval (which the
+// agent's StaleAfter allows for). Changes to the objects or the kernel do
+// not wait for it: they start a check after their debounce.
+func periodAfter(interval, took time.Duration) time.Duration {
+	if took <= 0 {
+		return interval
+	}
+	return min(2*interval, max(interval, time.Duration(float64(took)/confirmShare)))
+}

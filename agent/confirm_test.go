@@ -107,3 +107,27 @@ func TestConfirmNeedsTheSameDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestPeriodAfter: a period is Interval after a check or a cheap
+// confirmation; after one that took half a second (the legacy backend's
+// digest at 10,000 Services) it is stretched to keep confirmations at half
+// a percent of a core, and never beyond twice Interval, which StaleAfter
+// allows for.
+func TestPeriodAfter(t *testing.T) {
+	for _, tc := range []struct {
+		took, want time.Duration
+	}{
+		{0, time.Minute},
+		{2 * time.Millisecond, time.Minute},
+		{300 * time.Millisecond, time.Minute},
+		{520 * time.Millisecond, 104 * time.Second},
+		{3 * time.Second, 2 * time.Minute},
+	} {
+		if got := periodAfter(time.Minute, tc.took); got != tc.want {
+			t.Errorf("after a confirmation of %v: a period of %v, want %v", tc.took, got, tc.want)
+		}
+	}
+	if o := DefaultOptions("node1"); 2*o.Interval >= o.StaleAfter() {
+		t.Errorf("a stretched period (%v) reaches StaleAfter (%v)", 2*o.Interval, o.StaleAfter())
+	}
+}

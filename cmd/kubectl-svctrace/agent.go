@@ -86,7 +86,7 @@ is also served on a Unix socket in its Pod (--socket) for "agent report".`,
 	f.StringVar(&o.opts.Node, "node", o.opts.Node, "The node the agent runs on (default: $NODE_NAME)")
 	f.StringVar(&o.listen, "listen-address", o.listen, "Where to serve /metrics, /livez and /readyz")
 	f.StringVar(&o.opts.Family, "family", o.opts.Family, "IP family to check: IPv4 or IPv6")
-	f.DurationVar(&o.opts.Interval, "interval", o.opts.Interval, "Check the node this often")
+	f.DurationVar(&o.opts.Interval, "interval", o.opts.Interval, "Check the node this often (up to twice as long after a confirmation that would cost more than 0.5% of a core at this period)")
 	f.DurationVar(&o.opts.Debounce, "debounce", o.opts.Debounce, "After an API change, check once the objects have been quiet this long")
 	f.DurationVar(&o.opts.KernelDebounce, "kernel-debounce", o.opts.KernelDebounce, "After the kernel's rules change, check once they have been quiet this long")
 	f.BoolVar(&o.opts.WatchKernel, "watch-kernel", o.opts.WatchKernel, "Check the node soon after its kernel's rules change (nf_tables notifications; the legacy tables' sizes, asked four times a second), not only after API changes and each --interval")
