@@ -98,8 +98,9 @@ type Agent struct {
 	memo     *analysis.Memo
 	tracker  settle.Tracker
 	lastTook time.Duration
-	// confirmTook is how long the last period's confirmation took; zero
-	// when the last period checked the node.
+	// confirmTook is how long the digest of the last period's
+	// confirmation took (its cost, which grows with the node); zero when
+	// the last period checked the node.
 	confirmTook  time.Duration
 	firstSeen    map[string]time.Time
 	apiDownSince time.Time
@@ -169,9 +170,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	for {
 		last = time.Now()
 		a.confirmTook = 0
-		if s := a.status.Load(); canConfirm(s.Last, s.Good, a.quiet(), last) && a.confirm(ctx, s.Good) {
-			a.confirmTook = time.Since(last)
-		} else {
+		if s := a.status.Load(); !canConfirm(s.Last, s.Good, a.quiet(), last) || !a.confirm(ctx, s.Good) {
 			a.check(ctx)
 			a.lastTook = time.Since(last)
 		}

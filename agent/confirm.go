@@ -63,6 +63,7 @@ func (c *Check) fullAt() time.Time {
 func (a *Agent) confirm(ctx context.Context, good *Check) bool {
 	c := &Check{At: time.Now()}
 	fp, err := a.fingerprint(ctx)
+	digest := time.Since(c.At)
 	if err != nil || !bytes.Equal(fp, good.Fingerprint) {
 		return false
 	}
@@ -79,6 +80,7 @@ func (a *Agent) confirm(ctx context.Context, good *Check) bool {
 		s.Last, s.Good = &n, &n
 		s.Checks++
 	})
+	a.confirmTook = digest
 	a.opts.Log.Debug("confirmed", "node", a.opts.Node, "read", n.ReadAt, "took", n.Duration.Round(time.Millisecond))
 	return true
 }
@@ -91,9 +93,10 @@ func (a *Agent) confirm(ctx context.Context, good *Check) bool {
 const confirmShare = 0.005
 
 // periodAfter is the time from a period's start to the next: interval,
-// or, after a confirmation that took took, long enough for confirmations
-// to cost at most confirmShare of a core, up to twice interval (which the
-// agent's StaleAfter allows for). Changes to the objects or the kernel do
+// or, after a confirmation whose digest took took (a kernel's copy, whose
+// time is its CPU; not the round trips to kube-proxy and the API server),
+// long enough for confirmations to cost at most confirmShare of a core, up
+// to twice interval (which the agent's StaleAfter allows for). Changes to the objects or the kernel do
 // not wait for it: they start a check after their debounce.
 func periodAfter(interval, took time.Duration) time.Duration {
 	if took <= 0 {
