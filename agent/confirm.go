@@ -96,8 +96,9 @@ const confirmShare = 0.005
 // or, after a confirmation whose digest took took (a kernel's copy, whose
 // time is its CPU; not the round trips to kube-proxy and the API server),
 // long enough for confirmations to cost at most confirmShare of a core, up
-// to twice interval (which the agent's StaleAfter allows for). Changes to the objects or the kernel do
-// not wait for it: they start a check after their debounce.
+// to twice interval (which the agent's StaleAfter allows for). Changes to
+// the objects or the kernel do not wait for it: they start a check after
+// their debounce.
 func periodAfter(interval, took time.Duration) time.Duration {
 	if took <= 0 {
 		return interval
