@@ -32,15 +32,16 @@ func inNetns(t testing.TB, ns, stdin string, argv ...string) string {
 	return netnstest.Run(t, ns, stdin, argv...)
 }
 
-// readKernelIn reads the namespace's ruleset over netlink.
-func readKernelIn(t testing.TB, ns string) (*Ruleset, error) {
+// readKernelIn reads the namespace's ruleset over netlink, with the
+// cache when not nil (as the node agent reads).
+func readKernelIn(t testing.TB, ns string, cache *ElementCache) (*Ruleset, error) {
 	t.Helper()
 	f, err := os.Open(filepath.Join("/run/netns", ns))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	return ReadNetlink(int(f.Fd()))
+	return ReadNetlinkCached(int(f.Fd()), cache)
 }
 
 // readBoth reads the namespace's ruleset over netlink (got) and parses
@@ -51,7 +52,7 @@ func readBoth(t *testing.T, ns string) (got, want *Ruleset) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err = readKernelIn(t, ns); err != nil {
+	if got, err = readKernelIn(t, ns, nil); err != nil {
 		t.Fatal(err)
 	}
 	return got, want
@@ -146,7 +147,7 @@ func checkAsNft(t *testing.T, name string, got, want *Ruleset) {
 func TestReadKernelRefuses(t *testing.T) {
 	ns := kernelNetns(t)
 	inNetns(t, ns, "table ip t {\n chain c {\n type filter hook input priority 0; policy accept;\n limit rate 5/second accept\n }\n}\n", "nft", "-f", "-")
-	_, err := readKernelIn(t, ns)
+	_, err := readKernelIn(t, ns, nil)
 	if !errors.Is(err, ErrNotTranslated) {
 		t.Fatalf("got %v, want an error wrapping ErrNotTranslated", err)
 	}
@@ -161,7 +162,7 @@ func TestReadKernelComments(t *testing.T) {
 	ns := kernelNetns(t)
 	kc := kernelCases(t)["kube-proxy v1.36.3"]
 	inNetns(t, ns, kc.text, kc.load...)
-	rs, err := readKernelIn(t, ns)
+	rs, err := readKernelIn(t, ns, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

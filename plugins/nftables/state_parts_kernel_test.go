@@ -5,7 +5,6 @@ package nftables
 import (
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -28,12 +27,7 @@ func TestKernelStateParts(t *testing.T) {
 	cache := NewElementCache()
 	read := func() (*Plane, dataplane.StateParts) {
 		t.Helper()
-		f, err := os.Open(filepath.Join("/run/netns", ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		rs, err := ReadNetlinkCached(int(f.Fd()), cache)
+		rs, err := readKernelIn(t, ns, cache)
 		if err != nil {
 			t.Fatal(err)
 		}
