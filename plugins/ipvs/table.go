@@ -94,13 +94,3 @@ func (r Real) String() string {
 	}
 	return fmt.Sprintf("-> %s %s %d", r.Addr, r.Forward, r.Weight)
 }
-
-// Find returns the virtual server of a protocol and address.
-func (t *Table) Find(protocol string, addr netip.AddrPort) *Virtual {
-	for _, v := range t.Virtuals {
-		if strings.EqualFold(v.Protocol, protocol) && v.Addr == addr {
-			return v
-		}
-	}
-	return nil
-}

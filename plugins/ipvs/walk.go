@@ -144,17 +144,17 @@ type virtualKey struct {
 	addr     netip.AddrPort
 }
 
-// virtual is the table's virtual server of a protocol (in capitals) and
-// address, as Table.Find finds it, from an index made on the first
-// lookup: a node of ten thousand Services has tens of thousands of virtual
-// servers, and a check looks one up for each of its walks.
+// virtual is the table's first virtual server of a protocol (in
+// capitals) and address, from an index made on the first lookup: a node
+// of ten thousand Services has tens of thousands of virtual servers, and
+// a check looks one up for each of its walks.
 func (p *Plane) virtual(protocol string, addr netip.AddrPort) *Virtual {
 	p.indexOnce.Do(func() {
 		p.index = make(map[virtualKey]*Virtual, len(p.table.Virtuals))
 		for _, v := range p.table.Virtuals {
 			k := virtualKey{strings.ToUpper(v.Protocol), v.Addr}
 			if _, ok := p.index[k]; !ok && v.Protocol != "" {
-				p.index[k] = v // the first, as Find's
+				p.index[k] = v
 			}
 		}
 	})
