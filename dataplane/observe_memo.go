@@ -68,12 +68,12 @@ type ObserveMemo struct {
 }
 
 // memoGroup is one group's observation: the parts its walks read, its
-// frontends as observed (copies that share nothing with the table they
-// were taken from, nor with the state: no string of a dump is kept), and
-// the notes of its walks.
+// frontends as observed, packed (see packer: they share nothing with the
+// table they were taken from, nor with the state), and the notes of its
+// walks.
 type memoGroup struct {
 	reads     []uint64
-	frontends []behavior.Frontend
+	frontends []memoFrontend
 	notes     []string
 }
 
@@ -193,7 +193,7 @@ func (r *memoRun) take(key uint64, group []*behavior.Frontend) (notes []string, 
 		}
 	}
 	for i, f := range group {
-		*f = copyFrontend(mg.frontends[i], false)
+		*f = mg.frontends[i].unpack()
 	}
 	r.mu.Lock()
 	r.groups[key] = mg
@@ -206,9 +206,10 @@ func (r *memoRun) keep(key uint64, group []*behavior.Frontend, reads []uint64, n
 	if r == nil {
 		return
 	}
-	mg := &memoGroup{reads: slices.Clone(reads), notes: cloneStrings(notes)}
-	for _, f := range group {
-		mg.frontends = append(mg.frontends, copyFrontend(*f, true))
+	mg := &memoGroup{reads: slices.Clone(reads), notes: cloneStrings(notes), frontends: make([]memoFrontend, len(group))}
+	p := newPacker()
+	for i, f := range group {
+		mg.frontends[i] = p.frontend(*f)
 	}
 	r.mu.Lock()
 	r.groups[key] = mg

@@ -7,50 +7,142 @@ import (
 	"github.com/svctrace/svctrace/behavior"
 )
 
-// copyFrontend copies an observed frontend so that the copy shares no
-// slice or map with it: a table's frontends are sorted and completed in
-// place after the observation. own clones the strings too, for a memo that
-// outlives the state: a walk's strings may be parts of a dump's text,
-// which they would keep in memory.
-func copyFrontend(f behavior.Frontend, own bool) behavior.Frontend {
-	str := func(s string) string { return s }
-	if own {
-		str = strings.Clone
+// A memo holds every frontend of a node from one check to the next, the
+// whole of the next check included: tens of megabytes on a node of ten
+// thousand Services, unless packed. A group's frontends are packed
+// (packer) with their outcomes in a slice rather than a map, their
+// strings cloned once each, and equal lists of backends (a Service's
+// frontends and source classes mostly reach the same) kept once. A
+// frontend taken from the memo (unpack) is a copy of its own.
+
+// memoFrontend is a frontend as a memo keeps it: f without its outcomes,
+// which outcomes hold (nil where f had none).
+type memoFrontend struct {
+	f        behavior.Frontend
+	outcomes []memoOutcome
+}
+
+type memoOutcome struct {
+	class behavior.SourceClass
+	o     behavior.Outcome
+}
+
+// packer packs one group's frontends for a memo, which outlives the
+// state: their strings are cloned, for a walk's may be parts of a dump's
+// text, which they would keep in memory.
+type packer struct {
+	strs     map[string]string
+	backends [][]behavior.Backend
+}
+
+func newPacker() *packer { return &packer{strs: map[string]string{}} }
+
+// str is s cloned, once for the group.
+func (p *packer) str(s string) string {
+	if s == "" {
+		return ""
 	}
+	if c, ok := p.strs[s]; ok {
+		return c
+	}
+	c := strings.Clone(s)
+	p.strs[c] = c
+	return c
+}
+
+func (p *packer) frontend(f behavior.Frontend) memoFrontend {
 	out := f
-	out.Key.IP, out.Key.Protocol, out.Service = str(f.Key.IP), str(f.Key.Protocol), str(f.Service)
-	out.SourceRanges = copyStrings(f.SourceRanges, str)
-	if f.Affinity != nil {
-		a := *f.Affinity
-		out.Affinity = &a
-	}
+	out.Key.IP, out.Key.Protocol, out.Service = p.str(f.Key.IP), p.str(f.Key.Protocol), p.str(f.Service)
+	out.SourceRanges = copyStrings(f.SourceRanges, p.str)
+	out.Affinity = copyAffinity(f.Affinity)
+	out.Outcomes = nil
+	mf := memoFrontend{f: out}
 	if f.Outcomes != nil {
-		out.Outcomes = make(map[behavior.SourceClass]behavior.Outcome, len(f.Outcomes))
+		mf.outcomes = make([]memoOutcome, 0, len(f.Outcomes))
 		for c, o := range f.Outcomes {
-			out.Outcomes[c] = copyOutcome(o, str)
+			mf.outcomes = append(mf.outcomes, memoOutcome{class: c, o: p.outcome(o)})
+		}
+	}
+	return mf
+}
+
+func (p *packer) outcome(o behavior.Outcome) behavior.Outcome {
+	bs := o.Backends
+	o.Backends = nil
+	out := copyOutcome(o, p.str)
+	out.Backends = p.backendList(bs)
+	return out
+}
+
+// backendList is bs packed: the group's equal list when it has one.
+func (p *packer) backendList(bs []behavior.Backend) []behavior.Backend {
+	if bs == nil {
+		return nil
+	}
+	for _, k := range p.backends {
+		if slices.EqualFunc(k, bs, sameBackend) {
+			return k
+		}
+	}
+	out := copyBackends(bs, p.str)
+	p.backends = append(p.backends, out)
+	return out
+}
+
+func sameBackend(a, b behavior.Backend) bool {
+	return a.Endpoint == b.Endpoint && a.Probability == b.Probability &&
+		a.HairpinMasquerade == b.HairpinMasquerade && slices.Equal(a.Rules, b.Rules)
+}
+
+// unpack is the frontend mf keeps, sharing no slice or map with the memo:
+// a table's frontends are sorted and completed in place.
+func (mf memoFrontend) unpack() behavior.Frontend {
+	out := mf.f
+	out.SourceRanges = slices.Clone(mf.f.SourceRanges)
+	out.Affinity = copyAffinity(mf.f.Affinity)
+	if mf.outcomes != nil {
+		same := func(s string) string { return s }
+		out.Outcomes = make(map[behavior.SourceClass]behavior.Outcome, len(mf.outcomes))
+		for _, mo := range mf.outcomes {
+			out.Outcomes[mo.class] = copyOutcome(mo.o, same)
 		}
 	}
 	return out
 }
 
+func copyAffinity(a *behavior.Affinity) *behavior.Affinity {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	return &c
+}
+
+// copyOutcome copies o, its strings through str.
 func copyOutcome(o behavior.Outcome, str func(string) string) behavior.Outcome {
 	out := o
 	out.MasqueradedBy, out.DecidedBy, out.Reason = str(o.MasqueradedBy), str(o.DecidedBy), str(o.Reason)
 	out.Rules = copyRules(o.Rules, str)
 	out.Assumed = copyStrings(o.Assumed, str)
-	if o.Backends != nil {
-		out.Backends = make([]behavior.Backend, len(o.Backends))
-		for i, b := range o.Backends {
-			b.Endpoint = str(b.Endpoint)
-			b.Rules = copyRules(b.Rules, str)
-			out.Backends[i] = b
-		}
-	}
+	out.Backends = copyBackends(o.Backends, str)
 	if o.Leftover != nil {
 		l := *o.Leftover
 		l.Reason = str(l.Reason)
 		l.Rules = copyRules(l.Rules, str)
 		out.Leftover = &l
+	}
+	return out
+}
+
+func copyBackends(bs []behavior.Backend, str func(string) string) []behavior.Backend {
+	if bs == nil {
+		return nil
+	}
+	out := make([]behavior.Backend, len(bs))
+	for i, b := range bs {
+		b.Endpoint = str(b.Endpoint)
+		b.Rules = copyRules(b.Rules, str)
+		out[i] = b
 	}
 	return out
 }
