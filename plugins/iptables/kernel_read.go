@@ -58,38 +58,37 @@ func readLegacy(k xtables.Kernel, fam *xtFamily, h hash.Hash) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// A strings.Builder hands over its bytes without a copy: the text of a
-	// large node is tens of megabytes.
-	var out strings.Builder
-	out.Grow(1 << 16)
+	// The text of a large node is tens of megabytes, and a check keeps it
+	// to its end: it is made of its pieces at its exact size, where a
+	// builder that grows would keep up to twice its length.
+	var parts []string
 	now := time.Now().Format("Mon Jan _2 15:04:05 2006")
 	for _, name := range names {
 		blob, info, err := getEntries(k, fam, name)
 		if err != nil {
 			return "", err
 		}
-		// The text is about a quarter of the entries' size, a little more
-		// for kube-proxy's: room for it at once, not twice over as it grows.
-		out.Grow(len(blob) / 3)
 		if h != nil {
 			if err := hashTable(h, fam, name, blob, info); err != nil {
 				unix.Munmap(blob)
 				return "", err
 			}
 		}
-		fmt.Fprintf(&out, "# Read by svctrace from the kernel's legacy %s tables on %s\n", fam.name, now)
+		parts = append(parts, fmt.Sprintf("# Read by svctrace from the kernel's legacy %s tables on %s\n", fam.name, now))
 		// The entries printed are given back as the rest is printed: the
 		// text and the entries are not both whole in memory at once.
-		err = printTable(&out, fam, name, blob[xtables.EntriesHead:], info, func(lo, hi uint32) {
+		table, err := printTable(fam, name, blob[xtables.EntriesHead:], info, func(lo, hi uint32) {
 			release(blob, xtables.EntriesHead+int(lo), xtables.EntriesHead+int(hi))
 		})
 		unix.Munmap(blob)
 		if err != nil {
 			return "", fmt.Errorf("iptables: %s table %s: %w", fam.name, name, err)
 		}
-		fmt.Fprintf(&out, "# Completed on %s\n", now)
+		parts = append(parts, table...)
+		parts = append(parts, "# Completed on "+now+"\n")
 	}
-	return out.String(), nil
+	// Join sizes its text to the pieces' length.
+	return strings.Join(parts, ""), nil
 }
 
 // release gives back the whole pages of the mapping m within [lo, hi):

@@ -98,11 +98,12 @@ type xtChain struct {
 //
 // done, when set, is told of each span of the blob [lo, hi) whose entries
 // are printed and will not be read again: the caller may give their
-// memory back while the rest is printed.
-func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, info tableInfo, done func(lo, hi uint32)) error {
+// memory back while the rest is printed. The text comes in pieces, to be
+// joined.
+func printTable(fam *xtFamily, name string, blob []byte, info tableInfo, done func(lo, hi uint32)) ([]string, error) {
 	chains, err := splitChains(fam, blob, info)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	order := make([]*xtChain, 0, len(chains))
 	var user []*xtChain
@@ -119,6 +120,7 @@ func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, i
 	// the blob's order, which is the order of their offsets.
 	jumps := jumpTargets(chains)
 
+	var out strings.Builder
 	out.WriteString("*" + name + "\n")
 	b := make([]byte, 0, 512)
 	for _, c := range order {
@@ -130,7 +132,7 @@ func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, i
 			pol := c.entries[len(c.entries)-1]
 			v, err := standardVerdict(pol)
 			if err != nil {
-				return fmt.Errorf("chain %s: policy at offset %d: %w", c.name, pol.off, err)
+				return nil, fmt.Errorf("chain %s: policy at offset %d: %w", c.name, pol.off, err)
 			}
 			b = append(b, ' ')
 			b = append(b, v...)
@@ -154,31 +156,34 @@ func printTable(out *strings.Builder, fam *xtFamily, name string, blob []byte, i
 		}
 		first, second = order[:half], order[half:]
 	}
+	// The text is about a third of the entries' size (kube-proxy's 0.32):
+	// room for each half at once, not twice over as it grows.
+	if len(second) > 0 {
+		out.Grow(len(blob) / 5)
+	} else {
+		out.Grow(len(blob) / 3)
+	}
 	var rest strings.Builder
 	var restErr error
 	finished := make(chan struct{})
 	if len(second) > 0 {
 		go func() {
 			defer close(finished)
-			// The text is about a third of the entries' size (kube-proxy's
-			// 0.32): room for this half at once, not twice over.
 			rest.Grow(len(blob) / 5)
 			restErr = printRules(&rest, fam, second, jumps, done)
 		}()
 	} else {
 		close(finished)
 	}
-	err = printRules(out, fam, first, jumps, done)
+	err = printRules(&out, fam, first, jumps, done)
 	<-finished
 	if err == nil {
 		err = restErr
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	out.WriteString(rest.String())
-	out.WriteString("COMMIT\n")
-	return nil
+	return []string{out.String(), rest.String(), "COMMIT\n"}, nil
 }
 
 // parallelPrintRules is the size of a table whose rules are printed in two
