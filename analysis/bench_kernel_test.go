@@ -23,16 +23,17 @@ import (
 	"github.com/svctrace/svctrace/snapshot/snapshottest"
 )
 
-// benchmarkReadAnalyze is the node agent's repeated work in iptables mode
+// benchmarkReadAnalyze is the node agent's first check in iptables mode
 // on the legacy backend, as test/e2e/benchagent measures it in the lab:
 // with the API objects in memory, read kube-proxy's rules of both families
 // from the kernel of a network namespace of its own, and check every
-// Service, the node's model view built meanwhile. The baseline, measured
-// in the same run (the fastest of three), is iptables-legacy-save of the
-// same namespace: x-save is the work's time over the tool's, the ratio the
-// node-scale goal sets (1.5); rss-x-save the peak RSS of this process
-// during the work (the API objects held, as the agent holds them) over the
-// tool's peak RSS (the goal: 2).
+// Service, the node's model view built meanwhile, filling the memo the
+// next check takes its unchanged Services from (analysis.Memo). The
+// baseline, measured in the same run (the fastest of three), is
+// iptables-legacy-save of the same namespace: x-save is the work's time
+// over the tool's, the ratio the node-scale goal sets (1.5); rss-x-save
+// the peak RSS of this process during the work (the API objects held, as
+// the agent holds them) over the tool's peak RSS (the goal: 2).
 func benchmarkReadAnalyze(b *testing.B, services int) {
 	ns := netnstest.New(b, "bench", "iptables-legacy-restore", "iptables-legacy-save")
 	netnstest.Nfacct(b, ns, "ct_state_invalid_dropped_pkts")
@@ -59,7 +60,7 @@ func benchmarkReadAnalyze(b *testing.B, services int) {
 		resetPeakRSS(b)
 		b.StartTimer()
 		start := time.Now()
-		r := check(nil)
+		r := check(analysis.NewMemo())
 		took += time.Since(start)
 		peak = max(peak, procStatus(b, "VmHWM"))
 		if len(r.Findings) != 0 || r.Nodes[0].Frontends != services {
