@@ -227,11 +227,19 @@ func (t *Table) Sort() {
 	slices.SortFunc(t.Frontends, func(a, b Frontend) int { return CompareKeys(a.Key, b.Key) })
 	for _, f := range t.Frontends {
 		for _, o := range f.Outcomes {
-			// The backends' array is the outcome's own: sorted in place.
-			slices.SortFunc(o.Backends, func(a, b Backend) int { return strings.Compare(a.Endpoint, b.Endpoint) })
+			// Sorted in place: a list already sorted, which outcomes may
+			// share, is left as it is.
+			if !slices.IsSortedFunc(o.Backends, compareBackends) {
+				SortBackends(o.Backends)
+			}
 		}
 	}
 }
+
+// SortBackends orders backends by endpoint, as Table.Sort does.
+func SortBackends(bs []Backend) { slices.SortFunc(bs, compareBackends) }
+
+func compareBackends(a, b Backend) int { return strings.Compare(a.Endpoint, b.Endpoint) }
 
 // Find returns the frontend with the given key.
 func (t *Table) Find(k Key) (*Frontend, bool) {

@@ -12,8 +12,11 @@ import (
 // thousand Services, unless packed. A group's frontends are packed
 // (packer) with their outcomes in a slice rather than a map, their
 // strings cloned once each, and equal lists of backends (a Service's
-// frontends and source classes mostly reach the same) kept once. A
-// frontend taken from the memo (unpack) is a copy of its own.
+// frontends and source classes mostly reach the same) kept once, in the
+// order a table sorts them in. A frontend taken from the memo (unpack)
+// has its own map of outcomes and shares the memo's lists of backends, as
+// the expected tables share theirs: a table's backends are not changed
+// once it is made, and its Sort leaves sorted lists as they are.
 
 // memoFrontend is a frontend as a memo keeps it: f without its outcomes,
 // which outcomes hold (nil where f had none).
@@ -33,6 +36,7 @@ type memoOutcome struct {
 type packer struct {
 	strs     map[string]string
 	backends [][]behavior.Backend
+	sorted   []behavior.Backend // scratch
 }
 
 func newPacker() *packer { return &packer{strs: map[string]string{}} }
@@ -74,17 +78,20 @@ func (p *packer) outcome(o behavior.Outcome) behavior.Outcome {
 	return out
 }
 
-// backendList is bs packed: the group's equal list when it has one.
+// backendList is bs packed, sorted: the group's equal list when it has
+// one.
 func (p *packer) backendList(bs []behavior.Backend) []behavior.Backend {
 	if bs == nil {
 		return nil
 	}
+	p.sorted = append(p.sorted[:0], bs...)
+	behavior.SortBackends(p.sorted)
 	for _, k := range p.backends {
-		if slices.EqualFunc(k, bs, sameBackend) {
+		if slices.EqualFunc(k, p.sorted, sameBackend) {
 			return k
 		}
 	}
-	out := copyBackends(bs, p.str)
+	out := copyBackends(p.sorted, p.str)
 	p.backends = append(p.backends, out)
 	return out
 }
@@ -94,8 +101,8 @@ func sameBackend(a, b behavior.Backend) bool {
 		a.HairpinMasquerade == b.HairpinMasquerade && slices.Equal(a.Rules, b.Rules)
 }
 
-// unpack is the frontend mf keeps, sharing no slice or map with the memo:
-// a table's frontends are sorted and completed in place.
+// unpack is the frontend mf keeps, sharing only its lists of backends with
+// the memo.
 func (mf memoFrontend) unpack() behavior.Frontend {
 	out := mf.f
 	out.SourceRanges = slices.Clone(mf.f.SourceRanges)
@@ -104,7 +111,11 @@ func (mf memoFrontend) unpack() behavior.Frontend {
 		same := func(s string) string { return s }
 		out.Outcomes = make(map[behavior.SourceClass]behavior.Outcome, len(mf.outcomes))
 		for _, mo := range mf.outcomes {
-			out.Outcomes[mo.class] = copyOutcome(mo.o, same)
+			o := mo.o
+			o.Backends = nil
+			o = copyOutcome(o, same)
+			o.Backends = mo.o.Backends
+			out.Outcomes[mo.class] = o
 		}
 	}
 	return out

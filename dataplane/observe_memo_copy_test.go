@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -10,9 +11,10 @@ import (
 )
 
 // TestPackFrontends checks a memo's packing of a group: what it gives
-// back is what went in, equal lists of backends and equal strings are
-// kept once, nothing of the walk's strings is kept, and a frontend given
-// back shares nothing with the memo.
+// back is what went in, its backends sorted as a table sorts them; equal
+// lists of backends and equal strings are kept once; nothing of the walk's
+// strings is kept; and a frontend given back shares only its lists of
+// backends with the memo.
 func TestPackFrontends(t *testing.T) {
 	// The walk's strings are parts of a text, as a dump's are.
 	text := "10.0.0.1:80 10.0.0.2:80 default/web:http TCP 10.96.0.10"
@@ -39,15 +41,22 @@ func TestPackFrontends(t *testing.T) {
 		}
 	}
 	group := []behavior.Frontend{frontend(behavior.ClusterIP, part("10.96.0.10")), frontend(behavior.NodePort, "")}
+	// A walk lists backends in the order it reaches them.
+	ext := group[1].Outcomes[behavior.FromExternal]
+	ext.Backends = slices.Clone(ext.Backends)
+	slices.Reverse(ext.Backends)
+	group[1].Outcomes[behavior.FromExternal] = ext
 	p := newPacker()
 	var packed []memoFrontend
 	for _, f := range group {
 		packed = append(packed, p.frontend(f))
 	}
 
+	table := behavior.Table{Frontends: slices.Clone(group)}
+	table.Sort()
 	for i, mf := range packed {
-		if got := mf.unpack(); !reflect.DeepEqual(got, group[i]) {
-			t.Errorf("frontend %d given back as %+v, want %+v", i, got, group[i])
+		if got := mf.unpack(); !reflect.DeepEqual(got, table.Frontends[i]) {
+			t.Errorf("frontend %d given back as %+v, want %+v", i, got, table.Frontends[i])
 		}
 	}
 	// Four outcomes reach the same backends, two reach them masquerading
@@ -73,12 +82,13 @@ func TestPackFrontends(t *testing.T) {
 		t.Error("the group's Service name is kept twice")
 	}
 
-	// A frontend given back is the table's to sort and complete.
-	got := packed[0].unpack()
-	got.Outcomes[behavior.FromNode].Backends[0].Probability = 1
-	got.Affinity.TimeoutSeconds = 1
-	got.Outcomes[behavior.FromPod] = behavior.Outcome{Verdict: behavior.Drop}
-	if again := packed[0].unpack(); !reflect.DeepEqual(again, group[0]) {
+	// A table's own are its map of outcomes and its affinity; its sort
+	// leaves the memo's lists as they are.
+	got := behavior.Table{Frontends: []behavior.Frontend{packed[1].unpack()}}
+	got.Sort()
+	got.Frontends[0].Affinity.TimeoutSeconds = 1
+	got.Frontends[0].Outcomes[behavior.FromPod] = behavior.Outcome{Verdict: behavior.Drop}
+	if again := packed[1].unpack(); !reflect.DeepEqual(again, table.Frontends[1]) {
 		t.Errorf("changing a frontend given back changed the memo: %+v", again)
 	}
 }
