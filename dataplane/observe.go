@@ -203,6 +203,26 @@ func observeFrontend(w *walks, describe func(Hop) HopInfo, env *Env, f *behavior
 		}
 	}
 	f.Outcomes[behavior.FromPod] = o
+	shareBackends(f.Outcomes)
+}
+
+// shareBackends makes the outcomes whose backends are equal share one
+// list: the source classes mostly reach the same backends alike, and a
+// table's backends are not changed once it is made (see Table.Sort).
+func shareBackends(outcomes map[behavior.SourceClass]behavior.Outcome) {
+	var lists [][]behavior.Backend
+	for _, c := range behavior.SourceClasses {
+		o, ok := outcomes[c]
+		if !ok || o.Backends == nil {
+			continue
+		}
+		if i := slices.IndexFunc(lists, func(l []behavior.Backend) bool { return slices.EqualFunc(l, o.Backends, sameBackend) }); i >= 0 {
+			o.Backends = lists[i]
+			outcomes[c] = o
+			continue
+		}
+		lists = append(lists, o.Backends)
+	}
 }
 
 // hairpinDue reports whether the expected frontend e calls for hairpin

@@ -102,3 +102,29 @@ func TestObserveScopesByService(t *testing.T) {
 		t.Errorf("scopes walked %q, want %q", got, want)
 	}
 }
+
+// TestShareBackends: the source classes whose backends are equal share
+// one list, a class whose backends differ (the pods', masqueraded on a
+// hairpin) keeps its own, and every outcome keeps its backends.
+func TestShareBackends(t *testing.T) {
+	list := func(hairpin bool) []behavior.Backend {
+		return []behavior.Backend{{Endpoint: "10.0.0.1:80", Probability: 0.5, HairpinMasquerade: hairpin}, {Endpoint: "10.0.0.2:80", Probability: 0.5, HairpinMasquerade: hairpin}}
+	}
+	outcomes := map[behavior.SourceClass]behavior.Outcome{
+		behavior.FromPod:      {Verdict: behavior.Forward, Backends: list(true)},
+		behavior.FromNode:     {Verdict: behavior.Forward, Backends: list(false), Masquerade: true},
+		behavior.FromExternal: {Verdict: behavior.Forward, Backends: list(false), Masquerade: true},
+	}
+	shareBackends(outcomes)
+	pod, node, ext := outcomes[behavior.FromPod].Backends, outcomes[behavior.FromNode].Backends, outcomes[behavior.FromExternal].Backends
+	if &node[0] != &ext[0] {
+		t.Error("the node's and the external sources' equal backends are two lists")
+	}
+	if &pod[0] == &node[0] {
+		t.Error("the pods' backends, masqueraded on a hairpin, share the node's list")
+	}
+	same := func(a, b []behavior.Backend) bool { return slices.EqualFunc(a, b, sameBackend) }
+	if !same(pod, list(true)) || !same(node, list(false)) || !same(ext, list(false)) {
+		t.Errorf("backends changed: %+v, %+v, %+v", pod, node, ext)
+	}
+}
