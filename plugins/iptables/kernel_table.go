@@ -120,7 +120,26 @@ func printTable(fam *xtFamily, name string, blob []byte, info tableInfo, done fu
 	// the blob's order, which is the order of their offsets.
 	jumps := jumpTargets(chains)
 
+	// A large table's rules are printed in two halves at once, the second
+	// into a text of its own: the first half goes on the caller's CPU
+	// right after the kernel's copy, the second on another.
+	first, second := order, []*xtChain(nil)
+	if total := ruleCount(order); total >= parallelPrintRules {
+		half, n := 0, 0
+		for half < len(order) && n < total/2 {
+			n += len(order[half].entries)
+			half++
+		}
+		first, second = order[:half], order[half:]
+	}
+	// The text is about a third of the entries' size (kube-proxy's 0.32):
+	// room for each half at once, not twice over as it grows.
 	var out strings.Builder
+	if len(second) > 0 {
+		out.Grow(len(blob) / 5)
+	} else {
+		out.Grow(len(blob) / 3)
+	}
 	out.WriteString("*" + name + "\n")
 	b := make([]byte, 0, 512)
 	for _, c := range order {
@@ -143,25 +162,6 @@ func printTable(fam *xtFamily, name string, blob []byte, info tableInfo, done fu
 			b = append(b, "]\n"...)
 		}
 		out.Write(b)
-	}
-	// A large table's rules are printed in two halves at once, the second
-	// into a text of its own: the first half goes on the caller's CPU
-	// right after the kernel's copy, the second on another.
-	first, second := order, []*xtChain(nil)
-	if total := ruleCount(order); total >= parallelPrintRules {
-		half, n := 0, 0
-		for half < len(order) && n < total/2 {
-			n += len(order[half].entries)
-			half++
-		}
-		first, second = order[:half], order[half:]
-	}
-	// The text is about a third of the entries' size (kube-proxy's 0.32):
-	// room for each half at once, not twice over as it grows.
-	if len(second) > 0 {
-		out.Grow(len(blob) / 5)
-	} else {
-		out.Grow(len(blob) / 3)
 	}
 	var rest strings.Builder
 	var restErr error
