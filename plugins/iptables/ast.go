@@ -115,23 +115,40 @@ type Chain struct {
 	lazy  *lazyChain
 	// pos is the chain's place in its table's ChainOrder.
 	pos int
-	// idx indexes a long chain by destination, made on first use.
+	// worked is what walks work out of the chain, made when one first
+	// needs it (see work): most of a large node's chains are one
+	// Service's, which need none of it.
+	worked atomic.Pointer[chainWork]
+}
+
+// chainWork is what walks work out of a chain, each part on first use.
+type chainWork struct {
+	// idx indexes a long chain by destination.
 	idx     *chainIndex
 	idxOnce sync.Once
 	// lidx indexes a long chain of a lazy read by the text of its lines
-	// (see lazyIndexed), made on first use.
+	// (see lazyIndexed).
 	lidx     *lazyIndex
 	lidxOnce sync.Once
-	// trans is what the chain surely does to a packet, made on first use
-	// (see surelyTranslates).
+	// trans is what the chain surely does to a packet (see
+	// surelyTranslates).
 	trans     *translation
 	transOnce sync.Once
 	// isPure is whether the chain's outcome depends on a packet's mark and
-	// state alone, worked out on first use (see pure).
+	// state alone (see pure).
 	isPure   bool
 	pureOnce sync.Once
 	// outcomes are a pure chain's outcomes met so far (see memoized).
 	outcomes atomic.Pointer[[]memoOutcome]
+}
+
+// work is the chain's chainWork, made on first use.
+func (c *Chain) work() *chainWork {
+	if w := c.worked.Load(); w != nil {
+		return w
+	}
+	c.worked.CompareAndSwap(nil, &chainWork{})
+	return c.worked.Load()
 }
 
 // Rules are the chain's rules, in order. A chain of a ruleset read for a
@@ -159,8 +176,9 @@ func (c *Chain) index() *chainIndex {
 	if len(rules) < minIndexed {
 		return nil
 	}
-	c.idxOnce.Do(func() { c.idx = buildIndex(rules) })
-	return c.idx
+	w := c.work()
+	w.idxOnce.Do(func() { w.idx = buildIndex(rules) })
+	return w.idx
 }
 
 // Rule is one parsed -A line.

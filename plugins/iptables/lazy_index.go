@@ -31,8 +31,9 @@ const minIndexed = 32
 // can match, in order: those whose destination is dst, and those whose
 // destination the text does not make certain.
 func (c *Chain) lazyCandidates(dst netip.Addr) []*Rule {
-	c.lidxOnce.Do(func() { c.lidx = newLazyIndex(c) })
-	return c.lidx.rulesFor(c, dst)
+	w := c.work()
+	w.lidxOnce.Do(func() { w.lidx = newLazyIndex(c) })
+	return w.lidx.rulesFor(c, dst)
 }
 
 // lazyRuleAt is the rule of a lazyIndexed chain at that line, when a walk
@@ -41,8 +42,9 @@ func (c *Chain) lazyRuleAt(line int) (*Rule, bool) {
 	if !c.lazyIndexed() {
 		return nil, false
 	}
-	c.lidxOnce.Do(func() { c.lidx = newLazyIndex(c) })
-	x := c.lidx
+	w := c.work()
+	w.lidxOnce.Do(func() { w.lidx = newLazyIndex(c) })
+	x := w.lidx
 	i, ok := slices.BinarySearchFunc(x.lines, line, func(l lazyLine, n int) int { return cmp.Compare(int(l.n), n) })
 	if !ok {
 		return nil, false

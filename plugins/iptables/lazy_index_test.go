@@ -97,11 +97,12 @@ func TestLazyIndex(t *testing.T) {
 		}
 	}
 	services := lazy.Chain("nat", "KUBE-SERVICES")
-	if services.lidx == nil || services.lazy.parsed.Load() {
+	work := services.worked.Load()
+	if work == nil || work.lidx == nil || services.lazy.parsed.Load() {
 		t.Fatal("KUBE-SERVICES was parsed whole, not indexed")
 	}
 	parsed := 0
-	for _, r := range services.lidx.rules {
+	for _, r := range work.lidx.rules {
 		if r != nil {
 			parsed++
 		}

@@ -30,12 +30,22 @@ type memoIn struct {
 // on those alone. It is worked out once per chain. A per-Service chain is
 // never pure (its rules test addresses), and is not read for it.
 func (c *Chain) pure() bool {
-	c.pureOnce.Do(func() { c.isPure = pureChain(c, 0) })
-	return c.isPure
+	if oneService(c) {
+		return false
+	}
+	w := c.work()
+	w.pureOnce.Do(func() { w.isPure = pureChain(c, 0) })
+	return w.isPure
+}
+
+// oneService reports whether c is one Service's chain, by its name or as
+// its read has it.
+func oneService(c *Chain) bool {
+	return perServiceChain(c.Name) || (c.lazy != nil && c.lazy.transient)
 }
 
 func pureChain(c *Chain, depth int) bool {
-	if depth > 8 || perServiceChain(c.Name) || (c.lazy != nil && c.lazy.transient) || c.lazyIndexed() {
+	if depth > 8 || oneService(c) || c.lazyIndexed() {
 		// A long chain of a lazy read is walked through its index,
 		// not parsed whole to prove it pure.
 		return false
@@ -101,7 +111,8 @@ func pureRule(r *Rule, depth int) bool {
 // whole when it grows: reads take no lock.
 func (w *Walker) memoized(s *state, table string, c *Chain, depth int) []result {
 	in := memoIn{mark: s.mark, translated: s.translated, masq: s.masq}
-	if list := c.outcomes.Load(); list != nil {
+	work := c.work()
+	if list := work.outcomes.Load(); list != nil {
 		for _, o := range *list {
 			if o.in == in {
 				s.mark, s.masq = o.mark, o.masq
@@ -124,7 +135,7 @@ func (w *Walker) memoized(s *state, table string, c *Chain, depth int) []result 
 	if len(res) == 1 && res[0].st == s && s.rare == rare && (rare == nil || len(rare.notes) == notes) {
 		o := memoOutcome{in: in, flow: res[0].flow, mark: s.mark, masq: s.masq, verdict: s.verdict, reason: s.reason}
 		for {
-			old := c.outcomes.Load()
+			old := work.outcomes.Load()
 			var list []memoOutcome
 			if old != nil {
 				if len(*old) >= maxOutcomes {
@@ -133,7 +144,7 @@ func (w *Walker) memoized(s *state, table string, c *Chain, depth int) []result 
 				list = append(list, *old...)
 			}
 			list = append(list, o)
-			if c.outcomes.CompareAndSwap(old, &list) {
+			if work.outcomes.CompareAndSwap(old, &list) {
 				break
 			}
 		}

@@ -111,8 +111,10 @@ func TestMemoSameAnswers(t *testing.T) {
 		}
 		for _, t := range rs.Tables {
 			for _, c := range t.chains() {
-				if list := c.outcomes.Load(); list != nil {
-					pure += len(*list)
+				if w := c.worked.Load(); w != nil {
+					if list := w.outcomes.Load(); list != nil {
+						pure += len(*list)
+					}
 				}
 			}
 		}
@@ -130,5 +132,47 @@ func TestMemoSameAnswers(t *testing.T) {
 		if got := rs.Chain(table, name).pure(); got != want {
 			t.Errorf("%s: pure %v, want %v", chain, got, want)
 		}
+	}
+}
+
+// TestServiceChainsKeepNoWork: lean walks of every Service of a large
+// lazy read work things out (purity, memoized outcomes) for the shared
+// chains only: a per-Service chain, one of a node's hundred thousand,
+// carries none of it.
+func TestServiceChainsKeepNoWork(t *testing.T) {
+	const services = 300
+	rs, err := parseLazy("gen", snapshottest.IPTablesSave(services, 3), ParseOptions{Family: famIPv4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &dataplane.Env{LocalAddrs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}}
+	w := (&Plane{Rules: rs}).Walker(env).(*Walker)
+	for s := range services {
+		dst := netip.MustParseAddr(snapshottest.IP(snapshottest.ClusterIPBase, s+10))
+		for _, p := range []dataplane.Packet{
+			{Src: netip.MustParseAddr("10.244.200.1"), Dst: dst, Protocol: "tcp", SrcPort: 40000, DstPort: 80, Entry: dataplane.Prerouting},
+			{Src: netip.MustParseAddr("192.0.2.10"), Dst: dst, Protocol: "tcp", SrcPort: 40000, DstPort: 80, Entry: dataplane.Output},
+		} {
+			if br := w.WalkWith(p, dataplane.WalkOptions{NoHops: true}); len(br) == 0 || br[0].DNAT == "" {
+				t.Fatalf("to %s: %+v, want a backend", dst, br)
+			}
+		}
+	}
+	worked, service := 0, 0
+	for _, tb := range rs.Tables {
+		for _, c := range tb.chains() {
+			switch {
+			case perServiceChain(c.Name):
+				service++
+				if c.worked.Load() != nil {
+					t.Errorf("chain %s keeps a walk's work", c.Name)
+				}
+			case c.worked.Load() != nil:
+				worked++
+			}
+		}
+	}
+	if service < services || worked == 0 {
+		t.Errorf("%d per-Service chains, %d shared chains with a walk's work", service, worked)
 	}
 }

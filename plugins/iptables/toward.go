@@ -48,7 +48,8 @@ func (t *translation) matches(p dataplane.Packet) bool {
 // packet go on (sets a mark, or jumps to a chain that only does that).
 // It is worked out on first use, from the rules as s reads them, and kept.
 func (c *Chain) surelyTranslates(s *state) *translation {
-	c.transOnce.Do(func() {
+	w := c.work()
+	w.transOnce.Do(func() {
 		rules := s.rules(c)
 		if len(rules) == 0 {
 			return
@@ -63,9 +64,9 @@ func (c *Chain) surelyTranslates(s *state) *translation {
 				return
 			}
 		}
-		c.trans = &translation{protocol: proto, dnat: last.facts.dnat}
+		w.trans = &translation{protocol: proto, dnat: last.facts.dnat}
 	})
-	return c.trans
+	return w.trans
 }
 
 // protocolOnly reports whether r matches on nothing but its protocol (and
