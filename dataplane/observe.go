@@ -216,8 +216,8 @@ func shareBackends(outcomes map[behavior.SourceClass]behavior.Outcome) {
 		if !ok || o.Backends == nil {
 			continue
 		}
-		if i := slices.IndexFunc(lists, func(l []behavior.Backend) bool { return slices.EqualFunc(l, o.Backends, sameBackend) }); i >= 0 {
-			o.Backends = lists[i]
+		if l := equalList(lists, o.Backends); l != nil {
+			o.Backends = l
 			outcomes[c] = o
 			continue
 		}

@@ -71,10 +71,8 @@ func (p *packer) frontend(f behavior.Frontend) memoFrontend {
 }
 
 func (p *packer) outcome(o behavior.Outcome) behavior.Outcome {
-	bs := o.Backends
-	o.Backends = nil
 	out := copyOutcome(o, p.str)
-	out.Backends = p.backendList(bs)
+	out.Backends = p.backendList(o.Backends)
 	return out
 }
 
@@ -86,14 +84,22 @@ func (p *packer) backendList(bs []behavior.Backend) []behavior.Backend {
 	}
 	p.sorted = append(p.sorted[:0], bs...)
 	behavior.SortBackends(p.sorted)
-	for _, k := range p.backends {
-		if slices.EqualFunc(k, p.sorted, sameBackend) {
-			return k
-		}
+	if k := equalList(p.backends, p.sorted); k != nil {
+		return k
 	}
 	out := copyBackends(p.sorted, p.str)
 	p.backends = append(p.backends, out)
 	return out
+}
+
+// equalList is the list of lists equal to bs, or nil.
+func equalList(lists [][]behavior.Backend, bs []behavior.Backend) []behavior.Backend {
+	for _, l := range lists {
+		if slices.EqualFunc(l, bs, sameBackend) {
+			return l
+		}
+	}
+	return nil
 }
 
 func sameBackend(a, b behavior.Backend) bool {
@@ -111,11 +117,7 @@ func (mf memoFrontend) unpack() behavior.Frontend {
 		same := func(s string) string { return s }
 		out.Outcomes = make(map[behavior.SourceClass]behavior.Outcome, len(mf.outcomes))
 		for _, mo := range mf.outcomes {
-			o := mo.o
-			o.Backends = nil
-			o = copyOutcome(o, same)
-			o.Backends = mo.o.Backends
-			out.Outcomes[mo.class] = o
+			out.Outcomes[mo.class] = copyOutcome(mo.o, same)
 		}
 	}
 	return out
@@ -129,13 +131,13 @@ func copyAffinity(a *behavior.Affinity) *behavior.Affinity {
 	return &c
 }
 
-// copyOutcome copies o, its strings through str.
+// copyOutcome copies o but its backends, which it shares: its strings
+// through str.
 func copyOutcome(o behavior.Outcome, str func(string) string) behavior.Outcome {
 	out := o
 	out.MasqueradedBy, out.DecidedBy, out.Reason = str(o.MasqueradedBy), str(o.DecidedBy), str(o.Reason)
 	out.Rules = copyRules(o.Rules, str)
 	out.Assumed = copyStrings(o.Assumed, str)
-	out.Backends = copyBackends(o.Backends, str)
 	if o.Leftover != nil {
 		l := *o.Leftover
 		l.Reason = str(l.Reason)
